@@ -1,0 +1,15 @@
+// What a CLI command may touch: its streams (so tests can capture them) and its exit code.
+export interface CliIO {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+export const processIO: CliIO = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+};
+
+/** Thrown for bad usage; main prints the message and exits 2. */
+export class UsageError extends Error {}
+
+export type Command = (args: string[], io: CliIO) => Promise<number>;

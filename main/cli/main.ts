@@ -1,0 +1,37 @@
+// `vramlab <command> ...`: dispatches to one file per command.
+import { processIO, UsageError, type CliIO, type Command } from './io';
+import devices from './commands/devices';
+import serve from './commands/serve';
+
+export const commands: Record<string, { run: Command; summary: string }> = {
+  devices: { run: devices, summary: 'list simulated presets and CUDA GPUs' },
+  serve: { run: serve, summary: 'serve the lab to a browser on 127.0.0.1 (token in the URL)' },
+};
+
+export function usage(): string {
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `usage: vramlab <command> [options]\n\ncommands:\n${rows.join('\n')}\n\n'vramlab <command> --help' for a command's options.\n`;
+}
+
+export async function main(argv: string[], io: CliIO = processIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.out(usage());
+    return name ? 0 : 2;
+  }
+  const cmd = commands[name];
+  if (!cmd) {
+    io.err(`vramlab: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  try {
+    return await cmd.run(rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`vramlab ${name}: ${err.message}\n`);
+      return 2;
+    }
+    io.err(`vramlab ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

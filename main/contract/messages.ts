@@ -1,0 +1,30 @@
+// The wire format shared by both transports (Electron IPC and WebSocket): requests carry
+// an id and get exactly one response; events are pushed without an id.
+import { z } from 'zod';
+
+export const RequestSchema = z.object({
+  id: z.union([z.number().int().nonnegative(), z.string().min(1).max(64)]),
+  method: z.string().min(1).max(64),
+  params: z.unknown().optional(),
+});
+export type Request = z.infer<typeof RequestSchema>;
+
+export interface ErrorBody {
+  code: 'bad_request' | 'unknown_method' | 'invalid_params' | 'failed' | 'unavailable';
+  message: string;
+}
+
+export type Response =
+  | { id: Request['id'] | null; ok: true; result: unknown }
+  | { id: Request['id'] | null; ok: false; error: ErrorBody };
+
+export interface EventMessage {
+  event: string;
+  data: unknown;
+}
+
+/** One frame on the wire from host to client. */
+export type ServerMessage = ({ type: 'response' } & Response) | ({ type: 'event' } & EventMessage);
+
+/** Max bytes of one incoming message: specs and commands are small; anything larger is hostile. */
+export const MAX_MESSAGE_BYTES = 1 << 20;

@@ -1,0 +1,23 @@
+// Every method the host answers: its params schema and its result type. Main validates
+// params with these schemas; the renderer imports the types for a typed client.
+import { z } from 'zod';
+import type { DeviceInfo } from './devices';
+
+export const methods = {
+  'app.info': { params: z.undefined().or(z.object({}).strict()) },
+  'devices.list': { params: z.undefined().or(z.object({}).strict()) },
+} as const;
+
+export interface AppInfo {
+  version: string;
+  cuda: boolean;
+  transport: 'ipc' | 'websocket';
+}
+
+export interface MethodResults {
+  'app.info': AppInfo;
+  'devices.list': DeviceInfo[];
+}
+
+export type MethodName = keyof typeof methods;
+export type MethodParams<M extends MethodName> = z.input<(typeof methods)[M]['params']>;

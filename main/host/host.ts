@@ -1,0 +1,96 @@
+// The host owns the native addon and answers the contract's methods. Both transports
+// (Electron IPC, WebSocket) hand it raw messages; it validates, dispatches, and never throws.
+import { EventEmitter } from 'node:events';
+import { RequestSchema, methods, type MethodName, type Response, type EventMessage } from '../contract';
+import type { NativeAddon } from '../addon/types';
+import { describeError } from './errors';
+
+export type Handler = (params: unknown, ctx: HostContext) => unknown | Promise<unknown>;
+
+export interface HostContext {
+  host: Host;
+  transport: 'ipc' | 'websocket';
+}
+
+export class Host {
+  readonly events = new EventEmitter();
+  private readonly handlers = new Map<string, Handler>();
+
+  constructor(readonly native: NativeAddon) {
+    this.events.setMaxListeners(100);
+    this.register('app.info', (_p, ctx) => ({
+      version: this.native.buildInfo().version,
+      cuda: this.native.buildInfo().cuda,
+      transport: ctx.transport,
+    }));
+    this.register('devices.list', () => this.native.listDevices());
+  }
+
+  private readonly disposers: Array<() => void> = [];
+
+  /** Work to undo when the host shuts down (cancel runs, close stores). */
+  onDispose(fn: () => void): void {
+    this.disposers.push(fn);
+  }
+
+  dispose(): void {
+    for (const fn of this.disposers.splice(0)) {
+      try {
+        fn();
+      } catch {
+        /* shutting down: nothing left to report to */
+      }
+    }
+    this.events.removeAllListeners();
+  }
+
+  register(method: string, handler: Handler): void {
+    this.handlers.set(method, handler);
+  }
+
+  emit(event: string, data: unknown): void {
+    const msg: EventMessage = { event, data };
+    this.events.emit('event', msg);
+  }
+
+  /** Answers one incoming message. Always resolves; errors become error replies. */
+  async handle(raw: unknown, transport: HostContext['transport']): Promise<Response> {
+    const parsed = RequestSchema.safeParse(raw);
+    if (!parsed.success) {
+      const id = idOf(raw);
+      return { id, ok: false, error: { code: 'bad_request', message: `malformed request: ${summarize(parsed.error)}` } };
+    }
+    const { id, method, params } = parsed.data;
+    const handler = this.handlers.get(method);
+    if (!handler) return { id, ok: false, error: { code: 'unknown_method', message: `unknown method "${method}"` } };
+    const schema = (methods as Record<string, { params: import('zod').ZodType } | undefined>)[method as MethodName]?.params;
+    let checked: unknown = params;
+    if (schema) {
+      const res = schema.safeParse(params);
+      if (!res.success)
+        return { id, ok: false, error: { code: 'invalid_params', message: `${method}: ${summarize(res.error)}` } };
+      checked = res.data;
+    }
+    try {
+      return { id, ok: true, result: await handler(checked, { host: this, transport }) };
+    } catch (err) {
+      return { id, ok: false, error: { code: 'failed', message: describeError(err) } };
+    }
+  }
+}
+
+function idOf(raw: unknown): string | number | null {
+  if (raw && typeof raw === 'object' && 'id' in raw) {
+    const id = (raw as { id: unknown }).id;
+    if ((typeof id === 'number' && Number.isInteger(id) && id >= 0) || (typeof id === 'string' && id.length <= 64))
+      return id;
+  }
+  return null;
+}
+
+function summarize(error: import('zod').ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(message)'}: ${i.message}`)
+    .join('; ');
+}

@@ -1,0 +1,91 @@
+// `vramlab serve`: the built renderer over HTTP and the host's contract over a WebSocket,
+// on 127.0.0.1 by default, behind a random token carried in the page URL.
+import { createServer, type Server } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { AddressInfo } from 'node:net';
+import { MAX_MESSAGE_BYTES, type EventMessage, type ServerMessage } from '../contract';
+import type { Host } from '../host/host';
+import { newToken, refuseUpgrade, isLoopback } from './auth';
+import { serveStatic } from './static';
+
+export interface ServerOptions {
+  host: Host;
+  bind?: string; // interface address, default 127.0.0.1
+  port?: number; // 0 = any free port
+  token?: string;
+  rendererDir: string;
+}
+
+export interface RunningServer {
+  url: string; // page URL with the token
+  wsUrl: string;
+  token: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A client whose socket has this much unsent data gets no more events until it drains. */
+const MAX_BUFFERED = 8 << 20;
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const bind = opts.bind ?? '127.0.0.1';
+  const token = opts.token ?? newToken();
+  const http: Server = createServer((req, res) => serveStatic(opts.rendererDir, req, res));
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(opts.port ?? 0, bind, () => resolve());
+  });
+  const port = (http.address() as AddressInfo).port;
+
+  http.on('upgrade', (req, socket, head) => {
+    const why = refuseUpgrade(req, token, bind, port);
+    if (why) {
+      socket.end(`HTTP/1.1 ${why === 'not found' ? '404 Not Found' : '403 Forbidden'}\r\nConnection: close\r\n\r\n${why}`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => attach(ws, opts.host));
+  });
+
+  const onEvent = (msg: EventMessage) => {
+    const frame = JSON.stringify({ type: 'event', ...msg } satisfies ServerMessage);
+    for (const ws of wss.clients) if (ws.readyState === ws.OPEN && ws.bufferedAmount < MAX_BUFFERED) ws.send(frame);
+  };
+  opts.host.events.on('event', onEvent);
+
+  const shown = isLoopback(bind) ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
+  return {
+    url: `http://${shown}:${port}/?token=${token}`,
+    wsUrl: `ws://${shown}:${port}/ws?token=${token}`,
+    token,
+    port,
+    close: async () => {
+      opts.host.events.off('event', onEvent);
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+function attach(ws: WebSocket, host: Host): void {
+  ws.on('message', async (data, isBinary) => {
+    let reply: ServerMessage;
+    if (isBinary) {
+      reply = { type: 'response', id: null, ok: false, error: { code: 'bad_request', message: 'binary frames are not accepted; send JSON text' } };
+    } else {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(data.toString());
+      } catch {
+        reply = { type: 'response', id: null, ok: false, error: { code: 'bad_request', message: 'message is not valid JSON' } };
+        ws.send(JSON.stringify(reply));
+        return;
+      }
+      reply = { type: 'response', ...(await host.handle(parsed, 'websocket')) };
+    }
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(reply));
+  });
+  ws.on('error', () => ws.terminate());
+}

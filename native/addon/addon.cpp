@@ -1,0 +1,9 @@
+// Module init: one registration call per area (devices, allocator, engine, runner).
+#include "addon/bindings.h"
+
+static Napi::Object InitVramlab(Napi::Env env, Napi::Object exports) {
+  vramlab::addon::registerDevices(env, exports);
+  return exports;
+}
+
+NODE_API_MODULE(vramlab, InitVramlab)

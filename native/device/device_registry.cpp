@@ -1,0 +1,58 @@
+// list_devices / open_device: the simulated presets plus whatever CUDA offers.
+#include <stdexcept>
+#include <string>
+
+#include "device/cuda_device.h"
+#include "device/device.h"
+#include "device/presets.h"
+#include "device/sim_device.h"
+
+namespace vramlab {
+
+namespace {
+constexpr const char* kDefaultSim = "sim:h100-80gb";
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  for (const SimPreset& p : sim_presets()) {
+    DeviceInfo d;
+    d.id = std::string("sim:") + p.key;
+    d.kind = "sim";
+    d.name = p.name;
+    d.total = d.free = p.total;
+    d.mem_bandwidth_gbs = p.mem_bandwidth_gbs;
+    d.fp32_tflops = p.fp32_tflops;
+    d.bf16_tflops = p.bf16_tflops;
+    out.push_back(std::move(d));
+  }
+  for (DeviceInfo& d : cuda_list_devices()) out.push_back(std::move(d));
+  return out;
+}
+
+std::unique_ptr<Device> open_device(const std::string& id) {
+  if (id.rfind("sim:custom:", 0) == 0) {
+    std::string size = id.substr(11);
+    uint64_t total = parse_byte_size(size);
+    return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total);
+  }
+  if (id.rfind("sim:", 0) == 0) {
+    auto p = find_sim_preset(id.substr(4));
+    if (!p) throw std::invalid_argument("unknown device '" + id + "': no simulated preset named '" + id.substr(4) + "'");
+    return std::make_unique<SimDevice>(id, p->name, p->total, p->mem_bandwidth_gbs, p->fp32_tflops, p->bf16_tflops);
+  }
+  if (id.rfind("cuda:", 0) == 0) {
+    std::string n = id.substr(5);
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("unknown device '" + id + "': expected cuda:<ordinal>");
+    return cuda_open_device(std::stoi(n));
+  }
+  throw std::invalid_argument("unknown device '" + id + "': expected sim:<preset>, sim:custom:<size> or cuda:<n>");
+}
+
+std::string default_device_id() {
+  auto gpus = cuda_list_devices();
+  return gpus.empty() ? kDefaultSim : gpus.front().id;
+}
+
+}  // namespace vramlab

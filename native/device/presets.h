@@ -1,0 +1,23 @@
+#pragma once
+// Simulated GPU presets: capacity as the CUDA driver reports it and the rates the
+// sim time model uses (datasheet leads, dense).
+#include <optional>
+#include <string>
+#include <vector>
+#include "device/device.h"
+
+namespace vramlab {
+
+struct SimPreset {
+  const char* key;   // id suffix after "sim:"
+  const char* name;
+  uint64_t total;    // bytes, cudaMemGetInfo's total on the real card
+  double mem_bandwidth_gbs;
+  double fp32_tflops;
+  double bf16_tflops;
+};
+
+const std::vector<SimPreset>& sim_presets();
+std::optional<SimPreset> find_sim_preset(const std::string& key);
+
+}  // namespace vramlab

@@ -1,0 +1,207 @@
+#include "device/sim_device.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace vramlab {
+
+namespace {
+constexpr uintptr_t kVaBase = 0x7f0000000000ull;  // user-space-looking GPU VA, like CUDA's
+constexpr uint64_t kVaSpan = 1ull << 44;          // 16 TiB of address space
+constexpr size_t kVaAlign = size_t(2) << 20;      // segments start 2 MiB aligned
+constexpr double kGiB = 1073741824.0;
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+uint64_t cost(uint64_t base, uint64_t per_gib, size_t bytes) {
+  return base + static_cast<uint64_t>(static_cast<double>(per_gib) * static_cast<double>(bytes) / kGiB);
+}
+std::string fmt_size(uint64_t size) {  // c10 format_size, for the OOM report
+  char buf[48];
+  if (size <= 1024) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(size));
+  else if (size <= 1048576) std::snprintf(buf, sizeof buf, "%.2f KiB", size / 1024.0);
+  else if (size <= 1073741824ULL) std::snprintf(buf, sizeof buf, "%.2f MiB", size / 1048576.0);
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", size / kGiB);
+  return buf;
+}
+}  // namespace
+
+SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs,
+                     double fp32_tflops, double bf16_tflops)
+    : id_(std::move(id)), name_(std::move(name)), total_(total), bandwidth_gbs_(bandwidth_gbs),
+      fp32_tflops_(fp32_tflops), bf16_tflops_(bf16_tflops) {
+  if (total_ == 0) throw std::invalid_argument("simulated device capacity must be > 0");
+  free_va_.emplace(kVaBase, kVaSpan);
+}
+
+DeviceInfo SimDevice::info() const {
+  DeviceInfo d;
+  d.id = id_;
+  d.kind = "sim";
+  d.name = name_;
+  d.total = total_;
+  d.free = free_memory();
+  d.mem_bandwidth_gbs = bandwidth_gbs_;
+  d.fp32_tflops = fp32_tflops_;
+  d.bf16_tflops = bf16_tflops_;
+  return d;
+}
+
+uint64_t SimDevice::free_memory() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return total_ - used_;
+}
+
+uint64_t SimDevice::used_bytes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return used_;
+}
+
+uint64_t SimDevice::busy_ns() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return busy_ns_;
+}
+
+void SimDevice::set_latency_model(const SimLatencyModel& m) {
+  std::lock_guard<std::mutex> g(mu_);
+  model_ = m;
+}
+
+std::string SimDevice::process_memory_report() const {
+  return "Including non-PyTorch memory, this process has " + fmt_size(used_bytes()) + " memory in use. ";
+}
+
+uintptr_t SimDevice::take_va(size_t bytes) {
+  size_t need = align_up(bytes, kVaAlign);
+  for (auto it = free_va_.begin(); it != free_va_.end(); ++it) {
+    if (it->second >= need) {
+      uintptr_t va = it->first;
+      size_t rest = it->second - need;
+      free_va_.erase(it);
+      if (rest) free_va_.emplace(va + need, rest);
+      return va;
+    }
+  }
+  throw std::runtime_error("simulated device ran out of virtual address space");
+}
+
+void SimDevice::give_va(uintptr_t va, size_t bytes) {
+  size_t len = align_up(bytes, kVaAlign);
+  auto next = free_va_.lower_bound(va);
+  if (next != free_va_.end() && next->first == va + len) {  // merge with the range after
+    len += next->second;
+    next = free_va_.erase(next);
+  }
+  if (next != free_va_.begin()) {  // merge with the range before
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == va) {
+      prev->second += len;
+      return;
+    }
+  }
+  free_va_.emplace(va, len);
+}
+
+uintptr_t SimDevice::malloc(size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  busy_ns_ += cost(model_.malloc_base_ns, model_.malloc_per_gib_ns, bytes);
+  if (bytes == 0) return 0;
+  if (bytes > total_ - used_) return 0;  // cudaErrorMemoryAllocation
+  uintptr_t va = take_va(bytes);
+  used_ += bytes;
+  allocations_.emplace(va, bytes);
+  return va;
+}
+
+void SimDevice::free(uintptr_t ptr, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = allocations_.find(ptr);
+  if (it == allocations_.end()) throw std::runtime_error("cudaFree of an address the simulated device did not allocate");
+  if (it->second != bytes) throw std::runtime_error("cudaFree size does not match the allocation");
+  busy_ns_ += cost(model_.free_base_ns, model_.free_per_gib_ns, bytes);
+  used_ -= bytes;
+  allocations_.erase(it);
+  give_va(ptr, bytes);
+}
+
+uintptr_t SimDevice::reserve_address(size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  busy_ns_ += model_.reserve_ns;
+  uintptr_t va = take_va(bytes);
+  reservations_.emplace(va, bytes);
+  return va;
+}
+
+bool SimDevice::map_pages(uintptr_t va, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (bytes == 0 || bytes % granularity() != 0) throw std::runtime_error("map_pages: size is not a multiple of the granularity");
+  auto r = reservations_.upper_bound(va);
+  if (r == reservations_.begin() || std::prev(r)->first + std::prev(r)->second < va + bytes)
+    throw std::runtime_error("map_pages: range is outside any reserved address range");
+  auto next = mappings_.lower_bound(va);
+  if ((next != mappings_.end() && next->first < va + bytes) ||
+      (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > va))
+    throw std::runtime_error("map_pages: range is already mapped");
+  busy_ns_ += cost(model_.map_base_ns, model_.map_per_gib_ns, bytes);
+  if (bytes > total_ - used_) return false;  // CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate
+  used_ += bytes;
+  mappings_.emplace(va, bytes);
+  return true;
+}
+
+void SimDevice::unmap_pages(uintptr_t va, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = mappings_.find(va);
+  if (it == mappings_.end() || it->second != bytes) throw std::runtime_error("unmap_pages of a range that was not mapped as one");
+  busy_ns_ += model_.unmap_base_ns;
+  used_ -= bytes;
+  mappings_.erase(it);
+}
+
+void SimDevice::release_address(uintptr_t va, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = reservations_.find(va);
+  if (it == reservations_.end() || it->second != bytes) throw std::runtime_error("release_address of an unknown reservation");
+  auto m = mappings_.lower_bound(va);
+  if (m != mappings_.end() && m->first < va + bytes) throw std::runtime_error("release_address with pages still mapped");
+  busy_ns_ += model_.reserve_ns;
+  reservations_.erase(it);
+  give_va(va, bytes);
+}
+
+std::map<uintptr_t, size_t> SimDevice::live_allocations() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return allocations_;
+}
+
+std::map<uintptr_t, size_t> SimDevice::live_mappings() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return mappings_;
+}
+
+uint64_t parse_byte_size(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) throw std::invalid_argument("bad byte size '" + text + "': expected a number like 24GiB");
+  double value = std::stod(text.substr(0, i));
+  std::string unit;
+  for (size_t k = i; k < text.size(); ++k)
+    if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+  double mult = 0;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "kib" || unit == "k") mult = 1024.0;
+  else if (unit == "mib" || unit == "m") mult = 1048576.0;
+  else if (unit == "gib" || unit == "g") mult = kGiB;
+  else if (unit == "tib" || unit == "t") mult = kGiB * 1024.0;
+  else if (unit == "kb") mult = 1e3;
+  else if (unit == "mb") mult = 1e6;
+  else if (unit == "gb") mult = 1e9;
+  else if (unit == "tb") mult = 1e12;
+  else throw std::invalid_argument("bad byte size '" + text + "': unknown unit '" + unit + "'");
+  double bytes = value * mult;
+  if (!(bytes >= 1) || bytes > 1.8e19) throw std::invalid_argument("bad byte size '" + text + "': out of range");
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
+}  // namespace vramlab

@@ -1,0 +1,69 @@
+#pragma once
+// Simulated GPU: capacity accounting, GPU-looking virtual addresses (no host memory
+// behind them) and a latency model for device memory calls on a virtual clock.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "device/device.h"
+
+namespace vramlab {
+
+// Rough costs of CUDA memory calls (ns). Caching matters because these are
+// microseconds to milliseconds while a cached hit is a few hundred ns of host work.
+struct SimLatencyModel {
+  uint64_t malloc_base_ns = 40'000;      // cudaMalloc
+  uint64_t malloc_per_gib_ns = 800'000;
+  uint64_t free_base_ns = 30'000;        // cudaFree (synchronizes the device)
+  uint64_t free_per_gib_ns = 200'000;
+  uint64_t map_base_ns = 25'000;         // cuMemCreate + cuMemMap + cuMemSetAccess
+  uint64_t map_per_gib_ns = 600'000;
+  uint64_t unmap_base_ns = 20'000;       // cuMemUnmap + cuMemRelease
+  uint64_t reserve_ns = 5'000;           // cuMemAddressReserve / Free
+};
+
+class SimDevice : public Device {
+ public:
+  SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs = 0,
+            double fp32_tflops = 0, double bf16_tflops = 0);
+
+  DeviceInfo info() const override;
+  uint64_t total_memory() const override { return total_; }
+  uint64_t free_memory() const override;
+  uintptr_t malloc(size_t bytes) override;
+  void free(uintptr_t ptr, size_t bytes) override;
+  uintptr_t reserve_address(size_t bytes) override;
+  bool map_pages(uintptr_t va, size_t bytes) override;
+  void unmap_pages(uintptr_t va, size_t bytes) override;
+  void release_address(uintptr_t va, size_t bytes) override;
+  uint64_t busy_ns() const override;
+  std::string process_memory_report() const override;
+
+  void set_latency_model(const SimLatencyModel& m);
+  uint64_t used_bytes() const;
+  // Live cudaMalloc ranges and mapped page ranges (address -> bytes), for checks.
+  std::map<uintptr_t, size_t> live_allocations() const;
+  std::map<uintptr_t, size_t> live_mappings() const;
+
+ private:
+  uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned
+  void give_va(uintptr_t va, size_t bytes);
+
+  std::string id_, name_;
+  uint64_t total_;
+  double bandwidth_gbs_, fp32_tflops_, bf16_tflops_;
+  mutable std::mutex mu_;
+  SimLatencyModel model_;
+  uint64_t used_ = 0;
+  uint64_t busy_ns_ = 0;
+  std::map<uintptr_t, size_t> free_va_;      // unused address ranges
+  std::map<uintptr_t, size_t> allocations_;  // cudaMalloc'd
+  std::map<uintptr_t, size_t> reservations_; // cuMemAddressReserve'd
+  std::map<uintptr_t, size_t> mappings_;     // mapped inside reservations
+};
+
+// Parses "24GiB", "1.5 GiB", "80GB", "25769803776" into bytes. Throws std::invalid_argument.
+uint64_t parse_byte_size(const std::string& text);
+
+}  // namespace vramlab

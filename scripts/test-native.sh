@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Native tests: the GoogleTest suite, plain and under ASan+UBSan, through ctest.
+# CUDA code is compiled (when nvcc exists) in the plain build so it can't rot; GPU tests
+# skip themselves without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${JOBS:-$(nproc)}
+gen=$(command -v ninja >/dev/null && echo "-G Ninja" || echo "")
+
+cmake -S . -B build-tests $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVRAMLAB_TESTS=ON -DVRAMLAB_ADDON=OFF >/dev/null
+cmake --build build-tests -j "$jobs"
+ctest --test-dir build-tests --output-on-failure -j "$jobs"
+
+if [ "${VRAMLAB_SKIP_SANITIZE:-0}" != 1 ]; then
+  cmake -S . -B build-asan $gen -DCMAKE_BUILD_TYPE=Debug -DVRAMLAB_TESTS=ON -DVRAMLAB_ADDON=OFF \
+    -DVRAMLAB_CUDA=OFF -DVRAMLAB_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j "$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+fi
