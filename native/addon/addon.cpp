@@ -3,6 +3,7 @@
 
 static Napi::Object InitVramlab(Napi::Env env, Napi::Object exports) {
   vramlab::addon::registerDevices(env, exports);
+  vramlab::addon::registerAllocator(env, exports);
   return exports;
 }
 

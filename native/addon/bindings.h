@@ -4,4 +4,5 @@
 
 namespace vramlab::addon {
 void registerDevices(Napi::Env env, Napi::Object exports);
+void registerAllocator(Napi::Env env, Napi::Object exports);
 }  // namespace vramlab::addon

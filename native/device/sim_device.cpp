@@ -86,6 +86,27 @@ uintptr_t SimDevice::take_va(size_t bytes) {
   throw std::runtime_error("simulated device ran out of virtual address space");
 }
 
+bool SimDevice::take_va_at(uintptr_t va, size_t bytes) {
+  size_t need = align_up(bytes, kVaAlign);
+  if (va % kVaAlign != 0) return false;
+  auto it = free_va_.upper_bound(va);
+  if (it == free_va_.begin()) return false;
+  --it;
+  uintptr_t start = it->first;
+  size_t len = it->second;
+  if (va + need > start + len) return false;
+  free_va_.erase(it);
+  if (va > start) free_va_.emplace(start, va - start);
+  if (start + len > va + need) free_va_.emplace(va + need, start + len - (va + need));
+  return true;
+}
+
+void SimDevice::set_address_script(std::vector<uintptr_t> addresses) {
+  std::lock_guard<std::mutex> g(mu_);
+  script_ = std::move(addresses);
+  script_next_ = 0;
+}
+
 void SimDevice::give_va(uintptr_t va, size_t bytes) {
   size_t len = align_up(bytes, kVaAlign);
   auto next = free_va_.lower_bound(va);
@@ -108,7 +129,10 @@ uintptr_t SimDevice::malloc(size_t bytes) {
   busy_ns_ += cost(model_.malloc_base_ns, model_.malloc_per_gib_ns, bytes);
   if (bytes == 0) return 0;
   if (bytes > total_ - used_) return 0;  // cudaErrorMemoryAllocation
-  uintptr_t va = take_va(bytes);
+  uintptr_t va = 0;
+  if (script_next_ < script_.size() && take_va_at(script_[script_next_], bytes)) va = script_[script_next_];
+  if (script_next_ < script_.size()) ++script_next_;
+  if (va == 0) va = take_va(bytes);
   used_ += bytes;
   allocations_.emplace(va, bytes);
   return va;

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "device/device.h"
 
@@ -41,6 +42,10 @@ class SimDevice : public Device {
   std::string process_memory_report() const override;
 
   void set_latency_model(const SimLatencyModel& m);
+  // Addresses for the next cudaMallocs, in order (e.g. the ones a recorded PyTorch run
+  // got), so best-fit ties between equal-sized blocks break as they did there. An
+  // address whose range is not free is skipped in favour of the usual placement.
+  void set_address_script(std::vector<uintptr_t> addresses);
   uint64_t used_bytes() const;
   // Live cudaMalloc ranges and mapped page ranges (address -> bytes), for checks.
   std::map<uintptr_t, size_t> live_allocations() const;
@@ -48,6 +53,7 @@ class SimDevice : public Device {
 
  private:
   uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned
+  bool take_va_at(uintptr_t va, size_t bytes);
   void give_va(uintptr_t va, size_t bytes);
 
   std::string id_, name_;
@@ -61,6 +67,8 @@ class SimDevice : public Device {
   std::map<uintptr_t, size_t> allocations_;  // cudaMalloc'd
   std::map<uintptr_t, size_t> reservations_; // cuMemAddressReserve'd
   std::map<uintptr_t, size_t> mappings_;     // mapped inside reservations
+  std::vector<uintptr_t> script_;
+  size_t script_next_ = 0;
 };
 
 // Parses "24GiB", "1.5 GiB", "80GB", "25769803776" into bytes. Throws std::invalid_argument.

@@ -1,0 +1,126 @@
+// Allocator speed: ns per op on the sim device (and a CUDA device when present), next
+// to PyTorch 2.11's CUDACachingAllocator on an H200 (raw_alloc + raw_delete, best of 3).
+// Run: build/vramlab_bench_allocator [iterations]
+#include <algorithm>
+#include <functional>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+#include "allocator/replay.h"
+#include "device/cuda_device.h"
+
+using namespace vramlab;
+using namespace vramlab::alloc;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The mixed workload's sequence; bench/allocator/torch_raw_alloc.py builds the same one.
+struct Lcg {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  uint64_t next() { return x = x * 6364136223846793005ull + 1442695040888963407ull; }
+};
+constexpr size_t kLive = 256;
+constexpr uint64_t kMaxMixed = 64ull << 20;
+
+double best_of_3(const std::function<double()>& run) {
+  double best = 1e300;
+  for (int i = 0; i < 3; ++i) best = std::min(best, run());
+  return best;
+}
+
+double pair_ns(std::shared_ptr<Device> dev, size_t bytes, int iters) {
+  CachingAllocator a(dev);
+  a.free(a.malloc(bytes));  // warm: the segment is cached from here on
+  return best_of_3([&] {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) a.free(a.malloc(bytes));
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / iters;
+  });
+}
+
+double mixed_ns(std::shared_ptr<Device> dev, int iters) {
+  Lcg rng;
+  std::vector<size_t> sizes(iters), slots(iters);
+  for (int i = 0; i < iters; ++i) {
+    uint64_t r = rng.next();
+    sizes[i] = (r >> 33) % kMaxMixed + 1;
+    slots[i] = (r >> 20) % kLive;
+  }
+  CachingAllocator a(dev);
+  std::vector<uintptr_t> live(kLive);
+  Lcg warm;
+  for (auto& p : live) p = a.malloc((warm.next() >> 33) % kMaxMixed + 1).ptr;
+  // Warm the cache with one pass so timed passes measure steady state.
+  for (int i = 0; i < iters; ++i) {
+    a.free(live[slots[i]]);
+    live[slots[i]] = a.malloc(sizes[i]).ptr;
+  }
+  return best_of_3([&] {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+      a.free(live[slots[i]]);
+      live[slots[i]] = a.malloc(sizes[i]).ptr;
+    }
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / iters;
+  });
+}
+
+double replay_ns(const std::string& device_id, const std::string& fixture, size_t* ops) {
+  std::ifstream f(std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/torch/" + fixture + ".trace.txt");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ReplayTrace t = parse_replay_text(ss.str());
+  *ops = t.ops.size();
+  return best_of_3([&] {
+    double total = 0;
+    const int reps = 50;
+    for (int r = 0; r < reps; ++r) {
+      std::shared_ptr<Device> dev = open_device(device_id);
+      CachingAllocator a(dev);
+      auto t0 = Clock::now();
+      replay(a, t.view());
+      total += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+    return total / reps / static_cast<double>(t.ops.size());
+  });
+}
+
+void table(const std::string& device_id, int iters) {
+  std::shared_ptr<Device> dev = open_device(device_id);
+  std::printf("\n%s (%s), %d iterations, best of 3\n", device_id.c_str(), dev->info().name.c_str(), iters);
+  std::printf("%-24s %12s %14s %8s\n", "workload", "vramlab ns", "PyTorch H200", "ratio");
+  auto line = [](const char* name, double ns, double torch) {
+    if (torch > 0) std::printf("%-24s %12.1f %14.1f %8.2f\n", name, ns, torch, ns / torch);
+    else std::printf("%-24s %12.1f %14s %8s\n", name, ns, "-", "-");
+  };
+  line("pair_512B", pair_ns(dev, 512, iters), 389.7);
+  line("pair_1MiB", pair_ns(dev, 1 << 20, iters), 284.7);
+  line("pair_64MiB", pair_ns(dev, 64 << 20, iters), 279.2);
+  line("mixed_free_plus_alloc", mixed_ns(dev, iters), 743.5);
+  size_t ops = 0;
+  for (const char* fx : {"mlp_adam", "resnet18_sgd"}) {
+    double ns = replay_ns(device_id, fx, &ops);
+    char name[64];
+    std::snprintf(name, sizeof name, "replay_%s/op", fx);
+    line(name, ns, 0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = argc > 1 ? std::atoi(argv[1]) : 200000;
+  if (iters <= 0) iters = 200000;
+  std::printf("vramlab caching allocator: ns per op (pair = malloc + free; mixed = free one of %zu live blocks\n"
+              "and allocate a new random size up to 64 MiB). Target: ratio <= 0.5.\n", kLive);
+  table("sim:h200-141gb", iters);
+  for (const DeviceInfo& d : cuda_list_devices()) table(d.id, iters);
+  return 0;
+}

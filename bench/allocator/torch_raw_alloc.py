@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""PyTorch's side of bench_allocator: c10::cuda::CUDACachingAllocator::raw_alloc /
+raw_delete timed from C++ on the same workloads, ns per op, best of 3.
+
+Needs torch with CUDA and a compiler (torch.utils.cpp_extension.load_inline builds a
+tiny extension). Run on a GPU machine:  python3 bench/allocator/torch_raw_alloc.py [iters]
+
+Workloads (identical to bench/allocator/bench_allocator.cpp):
+  pair_512B / pair_1MiB / pair_64MiB  raw_alloc + raw_delete of one size, cache warm
+  mixed_free_plus_alloc               256 live blocks; each step frees one and allocates a
+                                      new size, both drawn from the shared 64-bit LCG
+"""
+import sys
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+CPP = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+using Clock = std::chrono::steady_clock;
+namespace alloc = c10::cuda::CUDACachingAllocator;
+
+static double elapsed_ns(Clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+double pair_ns(int64_t bytes, int64_t iters) {
+  alloc::raw_delete(alloc::raw_alloc(bytes));  // warm: the segment stays cached
+  double best = 1e300;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) alloc::raw_delete(alloc::raw_alloc(bytes));
+    best = std::min(best, elapsed_ns(t0) / iters);
+  }
+  return best;
+}
+
+struct Lcg {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  uint64_t next() { return x = x * 6364136223846793005ull + 1442695040888963407ull; }
+};
+
+double mixed_ns(int64_t iters) {
+  const size_t kLive = 256;
+  const uint64_t kMax = 64ull << 20;
+  Lcg rng;
+  std::vector<size_t> sizes(iters), slots(iters);
+  for (int64_t i = 0; i < iters; ++i) {
+    uint64_t r = rng.next();
+    sizes[i] = (r >> 33) % kMax + 1;
+    slots[i] = (r >> 20) % kLive;
+  }
+  std::vector<void*> live(kLive);
+  Lcg warm;
+  for (auto& p : live) p = alloc::raw_alloc((warm.next() >> 33) % kMax + 1);
+  for (int64_t i = 0; i < iters; ++i) {  // one untimed pass to reach steady state
+    alloc::raw_delete(live[slots[i]]);
+    live[slots[i]] = alloc::raw_alloc(sizes[i]);
+  }
+  double best = 1e300;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) {
+      alloc::raw_delete(live[slots[i]]);
+      live[slots[i]] = alloc::raw_alloc(sizes[i]);
+    }
+    best = std::min(best, elapsed_ns(t0) / iters);
+  }
+  for (void* p : live) alloc::raw_delete(p);
+  return best;
+}
+"""
+
+
+def main():
+    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 200000
+    if not torch.cuda.is_available():
+        raise SystemExit("needs a CUDA GPU")
+    torch.cuda.init()
+    ext = load_inline(
+        name="vramlab_torch_raw_alloc",
+        cpp_sources=CPP,
+        functions=["pair_ns", "mixed_ns"],
+        with_cuda=True,
+        extra_cflags=["-O2"],
+        verbose=False,
+    )
+    print("torch %s on %s, %d iterations, best of 3 (ns per op)" % (torch.__version__, torch.cuda.get_device_name(), iters))
+    print("%-24s %12s" % ("workload", "PyTorch ns"))
+    for name, size in (("pair_512B", 512), ("pair_1MiB", 1 << 20), ("pair_64MiB", 64 << 20)):
+        print("%-24s %12.1f" % (name, ext.pair_ns(size, iters)))
+    print("%-24s %12.1f" % ("mixed_free_plus_alloc", ext.mixed_ns(iters)))
+
+
+if __name__ == "__main__":
+    main()

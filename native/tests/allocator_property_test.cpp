@@ -1,0 +1,81 @@
+// Property test: random alloc/free/empty_cache sequences under random settings; after
+// every step the block layout and every statistic must agree with a recount.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "allocator_test_util.h"
+
+namespace vramlab::alloc::testing {
+namespace {
+
+std::string random_settings(std::mt19937_64& rng) {
+  std::vector<std::string> parts;
+  if (rng() % 3 == 0) parts.push_back("expandable_segments:True");
+  if (rng() % 3 == 0) parts.push_back("max_split_size_mb:" + std::to_string(20 + rng() % 80));
+  if (rng() % 4 == 0) parts.push_back("roundup_power2_divisions:" + std::to_string(1u << (1 + rng() % 3)));
+  if (rng() % 5 == 0) parts.push_back("roundup_power2_divisions:[1:2,8:4,>:8]");
+  if (rng() % 4 == 0) parts.push_back("garbage_collection_threshold:0." + std::to_string(3 + rng() % 6));
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : ",") + p;
+  return s;
+}
+
+size_t random_size(std::mt19937_64& rng) {
+  switch (rng() % 5) {
+    case 0: return 1 + rng() % 4096;                  // tiny
+    case 1: return 1 + rng() % (1 << 20);             // small pool
+    case 2: return (1 << 20) + rng() % (9 << 20);     // 1..10 MiB
+    case 3: return (10 << 20) + rng() % (60 << 20);   // 10..70 MiB
+    default: return (64ull << 20) * (1 + rng() % 3) + (rng() % 3) * 512;  // repeated large sizes
+  }
+}
+
+TEST(AllocatorProperty, RandomSequencesKeepInvariants) {
+  const int kSequences = 2000;
+  const int kSteps = 80;
+  std::mt19937_64 rng(0x5EED);
+  int ooms = 0, expandable_runs = 0;
+  for (int seq = 0; seq < kSequences; ++seq) {
+    const std::string conf = random_settings(rng);
+    expandable_runs += conf.find("expandable") != std::string::npos;
+    auto dev = sim("sim:custom:" + std::to_string(256 + rng() % 768) + "MiB");
+    CachingAllocator a(dev, AllocatorSettings::parse(conf));
+    if (rng() % 3 == 0) a.set_capacity_limit((128 + rng() % 512) * MiB);
+    std::vector<Allocation> live;
+    for (int step = 0; step < kSteps; ++step) {
+      const uint64_t r = rng() % 100;
+      if (r < 55 || live.empty()) {
+        try {
+          live.push_back(a.malloc(random_size(rng), rng() % 4 == 0 ? 7 : 0));
+        } catch (const OutOfMemoryError&) {
+          ++ooms;
+        }
+      } else if (r < 97) {
+        size_t i = rng() % live.size();
+        a.free(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        a.empty_cache();
+      }
+      std::string err = check_invariants(a, *dev);
+      ASSERT_EQ(err, "") << "sequence " << seq << " step " << step << " settings '" << conf << "'";
+      // Live allocations never overlap and keep their addresses.
+      std::vector<std::pair<uintptr_t, size_t>> spans;
+      for (const auto& x : live) spans.emplace_back(x.ptr, x.size);
+      std::sort(spans.begin(), spans.end());
+      for (size_t i = 1; i < spans.size(); ++i)
+        ASSERT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first) << "overlap in sequence " << seq;
+    }
+    for (const auto& x : live) a.free(x);
+    a.empty_cache();
+    ASSERT_EQ(a.memory_reserved(), 0u) << conf;
+    ASSERT_EQ(dev->used_bytes(), 0u) << conf;
+  }
+  EXPECT_GT(ooms, 0);            // the caps and small devices were exercised
+  EXPECT_GT(expandable_runs, 100);
+}
+
+}  // namespace
+}  // namespace vramlab::alloc::testing

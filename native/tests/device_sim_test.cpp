@@ -1,0 +1,94 @@
+// Simulated device and the device registry.
+#include <gtest/gtest.h>
+
+#include "device/device.h"
+#include "device/presets.h"
+#include "device/sim_device.h"
+
+namespace vramlab {
+namespace {
+
+TEST(DeviceRegistry, ListsEverySimPresetThenCuda) {
+  auto devs = list_devices();
+  ASSERT_GE(devs.size(), sim_presets().size());
+  for (size_t i = 0; i < sim_presets().size(); ++i) {
+    EXPECT_EQ(devs[i].id, std::string("sim:") + sim_presets()[i].key);
+    EXPECT_EQ(devs[i].kind, "sim");
+    EXPECT_EQ(devs[i].total, sim_presets()[i].total);
+  }
+  for (size_t i = sim_presets().size(); i < devs.size(); ++i) EXPECT_EQ(devs[i].kind, "cuda");
+}
+
+TEST(DeviceRegistry, OpensPresetsCustomAndRejectsUnknown) {
+  auto h100 = open_device("sim:h100-80gb");
+  EXPECT_EQ(h100->total_memory(), 81079ull << 20);
+  EXPECT_EQ(h100->info().name, "NVIDIA H100 80GB (simulated)");
+  EXPECT_EQ(open_device("sim:custom:24GiB")->total_memory(), 24ull << 30);
+  EXPECT_EQ(open_device("sim:custom:1.5 GiB")->total_memory(), 3ull << 29);
+  EXPECT_EQ(open_device("sim:custom:80GB")->total_memory(), 80000000000ull);
+  EXPECT_EQ(open_device("sim:custom:1048576")->total_memory(), 1048576ull);
+  EXPECT_THROW(open_device("sim:nope"), std::invalid_argument);
+  EXPECT_THROW(open_device("sim:custom:lots"), std::invalid_argument);
+  EXPECT_THROW(open_device("sim:custom:12XB"), std::invalid_argument);
+  EXPECT_THROW(open_device("tpu:0"), std::invalid_argument);
+  EXPECT_THROW(open_device("cuda:x"), std::invalid_argument);
+  EXPECT_FALSE(default_device_id().empty());
+}
+
+TEST(SimDevice, CapacityAddressesAndClock) {
+  SimDevice d("sim:test", "test", 100ull << 20);
+  uint64_t t0 = d.busy_ns();
+  uintptr_t a = d.malloc(60ull << 20);
+  EXPECT_NE(a, 0u);
+  EXPECT_EQ(a % (2u << 20), 0u);
+  EXPECT_GT(d.busy_ns(), t0);
+  EXPECT_EQ(d.malloc(50ull << 20), 0u);  // out of memory, not an exception
+  EXPECT_EQ(d.free_memory(), 40ull << 20);
+  uintptr_t b = d.malloc(1000);
+  EXPECT_EQ(b % (2u << 20), 0u);
+  EXPECT_THROW(d.free(a + 4096, 60ull << 20), std::runtime_error);
+  d.free(a, 60ull << 20);
+  d.free(b, 1000);
+  EXPECT_EQ(d.used_bytes(), 0u);
+  EXPECT_TRUE(d.live_allocations().empty());
+  // The address is handed out again once free.
+  EXPECT_EQ(d.malloc(60ull << 20), a);
+}
+
+TEST(SimDevice, VirtualMemoryMapping) {
+  SimDevice d("sim:test", "test", 100ull << 20);
+  const size_t page = 20ull << 20;
+  uintptr_t va = d.reserve_address(10 * page);
+  EXPECT_EQ(d.used_bytes(), 0u);  // reserving address space costs no memory
+  EXPECT_TRUE(d.map_pages(va, page));
+  EXPECT_TRUE(d.map_pages(va + page, page));
+  EXPECT_THROW(d.map_pages(va, page), std::runtime_error);  // already mapped
+  EXPECT_TRUE(d.map_pages(va + 2 * page, page));
+  EXPECT_TRUE(d.map_pages(va + 3 * page, page));
+  EXPECT_TRUE(d.map_pages(va + 4 * page, page));
+  EXPECT_FALSE(d.map_pages(va + 5 * page, page));  // 100 MiB used: OOM
+  EXPECT_THROW(d.release_address(va, 10 * page), std::runtime_error);  // pages still mapped
+  for (int i = 0; i < 5; ++i) d.unmap_pages(va + i * page, page);
+  EXPECT_EQ(d.used_bytes(), 0u);
+  d.release_address(va, 10 * page);
+  EXPECT_THROW(d.map_pages(va, page), std::runtime_error);  // no longer reserved
+}
+
+TEST(SimDevice, AddressScriptReplaysRecordedAddresses) {
+  SimDevice d("sim:test", "test", 1ull << 30);
+  const uintptr_t want = 0x7fbae0800000ull;
+  d.set_address_script({want, want});  // the second cannot be honoured while the first lives
+  EXPECT_EQ(d.malloc(20ull << 20), want);
+  uintptr_t b = d.malloc(20ull << 20);
+  EXPECT_NE(b, want);
+  EXPECT_NE(b, 0u);
+}
+
+TEST(SimDevice, OomReportNamesThisProcess) {
+  SimDevice d("sim:test", "test", 1ull << 30);
+  d.malloc(100ull << 20);
+  EXPECT_EQ(d.process_memory_report(), "Including non-PyTorch memory, this process has 100.00 MiB memory in use. ");
+}
+
+}  // namespace
+}  // namespace vramlab
