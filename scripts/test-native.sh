@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Native tests: the GoogleTest suite, plain and under ASan+UBSan, through ctest.
 # CUDA code is compiled (when nvcc exists) in the plain build so it can't rot; GPU tests
-# skip themselves without a GPU.
+# skip themselves without a GPU. VRAMLAB_TEST_BUILD names an already-configured build tree
+# (npm test reuses cmake-js's build/ so the CUDA sources compile once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
 gen=$(command -v ninja >/dev/null && echo "-G Ninja" || echo "")
 
-cmake -S . -B build-tests $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVRAMLAB_TESTS=ON -DVRAMLAB_ADDON=OFF >/dev/null
-cmake --build build-tests -j "$jobs"
-ctest --test-dir build-tests --output-on-failure -j "$jobs"
+plain=${VRAMLAB_TEST_BUILD:-build-tests}
+if [ -z "${VRAMLAB_TEST_BUILD:-}" ]; then
+  cmake -S . -B "$plain" $gen -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVRAMLAB_TESTS=ON -DVRAMLAB_ADDON=OFF >/dev/null
+  cmake --build "$plain" -j "$jobs"
+fi
+ctest --test-dir "$plain" --output-on-failure -j "$jobs"
 
 if [ "${VRAMLAB_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build-asan $gen -DCMAKE_BUILD_TYPE=Debug -DVRAMLAB_TESTS=ON -DVRAMLAB_ADDON=OFF \

@@ -2,10 +2,22 @@
 import { processIO, UsageError, type CliIO, type Command } from './io';
 import devices from './commands/devices';
 import serve from './commands/serve';
+import replay from './commands/replay';
+import snapshot from './commands/snapshot';
+import run from './commands/run';
+import sweep from './commands/sweep';
+import fit from './commands/fit';
+import runs from './commands/runs';
 
 export const commands: Record<string, { run: Command; summary: string }> = {
   devices: { run: devices, summary: 'list simulated presets and CUDA GPUs' },
   serve: { run: serve, summary: 'serve the lab to a browser on 127.0.0.1 (token in the URL)' },
+  replay: { run: replay, summary: 'what-if replay of a PyTorch memory snapshot under other settings/capacities' },
+  snapshot: { run: snapshot, summary: 'inspect a PyTorch memory snapshot, or export a run/replay as one' },
+  run: { run, summary: 'run an experiment spec (JSON) and keep it in the run store' },
+  sweep: { run: sweep, summary: 'run a spec once per value of one parameter' },
+  fit: { run: fit, summary: 'find the largest batch size that fits on the device' },
+  runs: { run: runs, summary: 'list, show, export, rename, delete and compare stored runs' },
 };
 
 export function usage(): string {

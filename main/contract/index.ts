@@ -1,3 +1,5 @@
 export * from './devices';
 export * from './messages';
 export * from './methods';
+export * from './playground';
+export * from './run_methods';

@@ -2,10 +2,16 @@
 // params with these schemas; the renderer imports the types for a typed client.
 import { z } from 'zod';
 import type { DeviceInfo } from './devices';
+import { playgroundMethods, type PlaygroundResults } from './playground';
+import { runMethods, type RunResults } from './run_methods';
+import { snapshotMethods, type SnapshotResults } from './snapshot';
 
 export const methods = {
   'app.info': { params: z.undefined().or(z.object({}).strict()) },
   'devices.list': { params: z.undefined().or(z.object({}).strict()) },
+  ...playgroundMethods,
+  ...runMethods,
+  ...snapshotMethods,
 } as const;
 
 export interface AppInfo {
@@ -14,7 +20,7 @@ export interface AppInfo {
   transport: 'ipc' | 'websocket';
 }
 
-export interface MethodResults {
+export interface MethodResults extends PlaygroundResults, RunResults, SnapshotResults {
   'app.info': AppInfo;
   'devices.list': DeviceInfo[];
 }

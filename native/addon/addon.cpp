@@ -3,7 +3,9 @@
 
 static Napi::Object InitVramlab(Napi::Env env, Napi::Object exports) {
   vramlab::addon::registerDevices(env, exports);
+  vramlab::addon::registerRunner(env, exports);
   vramlab::addon::registerAllocator(env, exports);
+  vramlab::addon::registerEngine(env, exports);
   return exports;
 }
 

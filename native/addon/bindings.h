@@ -4,5 +4,7 @@
 
 namespace vramlab::addon {
 void registerDevices(Napi::Env env, Napi::Object exports);
+void registerRunner(Napi::Env env, Napi::Object exports);
 void registerAllocator(Napi::Env env, Napi::Object exports);
+void registerEngine(Napi::Env env, Napi::Object exports);
 }  // namespace vramlab::addon

@@ -74,13 +74,23 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
             r.first_oom_index = static_cast<int64_t>(i);
             r.first_oom_message = e.what();
           }
+          // A what-if run goes on past an OOM: the matching free is then expected and skipped.
+          if (id >= failed.size()) failed.resize(std::max<size_t>(id + 1, failed.size() * 2), 0);
+          failed[id] = 1;
         }
         break;
       }
       case ReplayOpKind::kFree: {
         uint32_t id = in.ids[i];
         uintptr_t& s = slot(id);
-        if (s == 0) continue;  // never allocated, or its alloc failed
+        if (s == 0) {
+          if (id < failed.size() && failed[id]) {
+            failed[id] = 0;
+            continue;
+          }
+          throw std::invalid_argument("replay op " + std::to_string(i) + ": free of id " + std::to_string(id) +
+                                      ", which is not live");
+        }
         if (s != ~uintptr_t(0)) allocator.free(s);
         s = 0;
         break;

@@ -14,3 +14,9 @@ export function formatBytes(bytes: number, digits = 2): string {
 export function exactBytes(bytes: number): string {
   return `${bytes.toLocaleString('en-US')} bytes`;
 }
+
+/** Axis labels: "64 MiB", "2.5 GiB" (no trailing zeros). */
+export function formatBytesShort(bytes: number): string {
+  const [num, unit] = formatBytes(bytes, 2).split(' ');
+  return `${parseFloat(num)} ${unit}`;
+}

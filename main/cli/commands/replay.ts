@@ -1,0 +1,176 @@
+// `vramlab replay FILE.pickle`: replays a PyTorch memory snapshot's alloc/free trace through
+// vramlab's allocator, under the snapshot's own settings or others, with an optional cap.
+import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { replayer, type ReplayOutcome } from '../../snapshot/replay';
+import { parseSize } from '../../snapshot/sizes';
+import { traceStats, type TraceStats } from '../../snapshot/stats';
+import { parse } from '../args';
+import { formatBytes, table } from '../format';
+import { UsageError, type Command } from '../io';
+
+const USAGE = `usage: vramlab replay FILE.pickle [--alloc-conf STR] [--capacity SIZE] [--device N] [--json]
+       vramlab replay FILE.pickle --grid [--alloc-conf STR]... [--capacity SIZE]... [--json]
+
+Replays the alloc/free trace of a torch.cuda.memory._dump_snapshot() file through
+vramlab's caching allocator (PyTorch 2.11's rules) and reports peak reserved memory,
+device allocations, fragmentation and whether, and where, it would run out of memory.
+
+  --alloc-conf STR   PYTORCH_CUDA_ALLOC_CONF to replay with (default: the snapshot's own)
+  --capacity SIZE    device memory cap: 24GiB (binary), 24GB (decimal), 512MiB, or bytes
+  --device N         which device's trace (default: the one with the most events)
+  --grid             try every --alloc-conf x every --capacity (defaults below) and tabulate
+  --json             print one JSON object (with --grid, a JSON array)
+
+Grid defaults: the snapshot's settings, expandable_segments:True, max_split_size_mb:256,
+max_split_size_mb:128, roundup_power2_divisions:4; capacities 16GiB, 24GiB, 40GiB, 80GiB.
+The file is read by a safe pickle reader: nothing in it can run code.
+`;
+
+const GRID_CONFS = ['expandable_segments:True', 'max_split_size_mb:256', 'max_split_size_mb:128', 'roundup_power2_divisions:4'];
+const GRID_CAPACITIES = ['16GiB', '24GiB', '40GiB', '80GiB'];
+
+function outcomeJson(o: ReplayOutcome) {
+  return {
+    alloc_conf: o.allocConf,
+    capacity: o.capacity,
+    peak_allocated: o.peakAllocated,
+    peak_reserved: o.peakReserved,
+    num_device_alloc: o.numDeviceAlloc,
+    num_device_free: o.numDeviceFree,
+    num_ooms: o.numOoms,
+    num_alloc_retries: o.numAllocRetries,
+    reserved_unallocated_at_peak: o.unallocatedAtPeak,
+    first_oom: o.firstOom && {
+      event_index: o.firstOom.eventIndex,
+      op_index: o.firstOom.opIndex,
+      size: o.firstOom.size,
+      message: o.firstOom.message,
+      frames: o.firstOom.frames,
+    },
+  };
+}
+
+function recordedJson(st: TraceStats) {
+  return {
+    events: st.events,
+    late_start: st.lateStart,
+    peak_requested: st.peakAllocated.bytes,
+    peak_reserved: st.peakReserved.bytes,
+    num_device_alloc: st.counts.segment_alloc + st.counts.segment_map,
+    num_device_free: st.counts.segment_free + st.counts.segment_unmap,
+    num_ooms: st.counts.oom,
+  };
+}
+
+const capLabel = (c: number | null) => (c === null ? 'device' : formatBytes(c));
+const oomLabel = (o: ReplayOutcome) => (o.firstOom ? `OOM at event ${o.firstOom.eventIndex}` : 'fits');
+
+const replay: Command = async (args, io) => {
+  const { values, positionals } = parse(
+    args,
+    {
+      'alloc-conf': { type: 'string', multiple: true },
+      capacity: { type: 'string', multiple: true },
+      device: { type: 'string' },
+      grid: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    true,
+  );
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError(`expected one snapshot file\n\n${USAGE}`);
+  const confs = values['alloc-conf'] ?? [];
+  const caps = (values.capacity ?? []).map((c) => {
+    try {
+      return parseSize(c);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  });
+  if (!values.grid && (confs.length > 1 || caps.length > 1)) {
+    throw new UsageError('several --alloc-conf or --capacity values need --grid');
+  }
+
+  const snap = loadSnapshotFile(positionals[0]);
+  let device = busiestDevice(snap);
+  if (values.device !== undefined) {
+    device = Number(values.device);
+    if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
+    if (!snap.deviceTraces[device]?.length) throw new UsageError(`the snapshot has no trace for device ${device}`);
+  }
+  if (!snap.deviceTraces[device]?.length) {
+    throw new Error('the snapshot has no allocation trace (record it with torch.cuda.memory._record_memory_history() before the work)');
+  }
+  const r = replayer(snap, device);
+  const st = traceStats(snap, device);
+
+  if (values.grid) {
+    const gridConfs = confs.length ? confs : [r.ownConf, ...GRID_CONFS];
+    const gridCaps = caps.length ? caps : GRID_CAPACITIES.map(parseSize);
+    const outcomes: ReplayOutcome[] = [];
+    for (const conf of gridConfs) for (const cap of gridCaps) outcomes.push(r.run({ allocConf: conf, capacity: cap }));
+    if (values.json) {
+      io.out(JSON.stringify(outcomes.map(outcomeJson), null, 2) + '\n');
+      return 0;
+    }
+    io.out(
+      table(
+        ['alloc conf', 'capacity', 'peak reserved', 'device allocs', 'unallocated at peak', 'outcome'],
+        outcomes.map((o) => [
+          o.allocConf || '(default)',
+          capLabel(o.capacity),
+          formatBytes(o.peakReserved),
+          String(o.numDeviceAlloc),
+          o.unallocatedAtPeak === null ? '-' : formatBytes(o.unallocatedAtPeak),
+          oomLabel(o),
+        ]),
+      ),
+    );
+    return 0;
+  }
+
+  const whatIf = r.run({ allocConf: confs[0], capacity: caps[0] ?? null });
+  if (values.json) {
+    io.out(JSON.stringify({ ...outcomeJson(whatIf), device, recorded: recordedJson(st) }, null, 2) + '\n');
+    return 0;
+  }
+
+  const own = confs.length || caps.length ? r.run() : whatIf;
+  const cols: [string, ReplayOutcome][] = [[`replay (${own.allocConf || 'default settings'})`, own]];
+  if (own !== whatIf) cols.push([`what-if (${whatIf.allocConf || 'default'}, cap ${capLabel(whatIf.capacity)})`, whatIf]);
+  const rec = recordedJson(st);
+  const row = (label: string, recorded: string, f: (o: ReplayOutcome) => string) => [label, recorded, ...cols.map(([, o]) => f(o))];
+  io.out(
+    `${positionals[0]}: device ${device}, ${st.events} events${st.lateStart ? ' (trace started late: earlier state rebuilt from the final segments)' : ''}\n\n`,
+  );
+  io.out(
+    table(
+      ['', 'recorded', ...cols.map(([name]) => name)],
+      [
+        row('peak reserved', formatBytes(rec.peak_reserved), (o) => formatBytes(o.peakReserved)),
+        row('peak allocated', `${formatBytes(rec.peak_requested)} requested`, (o) => formatBytes(o.peakAllocated)),
+        row('device allocations', String(rec.num_device_alloc), (o) => String(o.numDeviceAlloc)),
+        row('device frees', String(rec.num_device_free), (o) => String(o.numDeviceFree)),
+        row('unallocated at peak', formatBytes(st.unallocatedAtPeakReserved), (o) =>
+          o.unallocatedAtPeak === null ? '-' : formatBytes(o.unallocatedAtPeak),
+        ),
+        row('OOMs', String(rec.num_ooms), (o) => String(o.numOoms)),
+        row('outcome', rec.num_ooms ? `OOM at event ${st.ooms[0].eventIndex}` : 'ran', oomLabel),
+      ],
+    ),
+  );
+  for (const [name, o] of cols) {
+    if (!o.firstOom) continue;
+    io.out(`\n${name}: first OOM at trace event ${o.firstOom.eventIndex} (${formatBytes(o.firstOom.size)} requested)\n`);
+    io.out(`  ${o.firstOom.message.split('\n')[0]}\n`);
+    for (const f of o.firstOom.frames) io.out(`    at ${f}\n`);
+  }
+  if (r.trace.unmatchedFrees) io.out(`\nnote: ${r.trace.unmatchedFrees} frees of unknown allocations were skipped\n`);
+  return 0;
+};
+
+export default replay;

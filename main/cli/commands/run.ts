@@ -1,0 +1,78 @@
+// `vramlab run SPEC.json`: one experiment, headless.
+import { writeFileSync } from 'node:fs';
+import { parse } from '../args';
+import type { Command } from '../io';
+import { parseSpec } from '../../contract/spec';
+import { describeRun, openManager, progressPrinter, readSpecFile, runJsonResult, specUsage } from '../../runner/cli_support';
+import { timelineCsv } from '../../export/timeline_csv';
+
+const USAGE = `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
+
+Runs the experiment SPEC.json describes and keeps it in the run store (~/.vramlab, or
+VRAMLAB_HOME). Progress goes to stderr for long runs. Spec keys (all optional; defaults
+are the parity protocol's):
+  model        {"kind":"mlp","in":1024,"hidden":2048,"depth":2,"out":10} | {"kind":"residual","dim":512,"depth":20}
+  batch 256, iterations 2, accum 1
+  checkpoint   "none" | "block" | "sqrt" | {"every": n}     (residual model only)
+  precision    "fp32" | "tf32" | "fp16" | "bf16"
+  optimizer    "adam" | "adamw" | "sgd" | "none" | {"kind":"adam","lr":0.001,"foreach":true}
+  set_to_none true, mode "train" | "inference" | "loss_accumulation", keep_loss_graph true
+  loss "sum" | "mse" | "cross_entropy", alloc_conf "" (PYTORCH_CUDA_ALLOC_CONF syntax)
+  device "sim:h100-80gb" | "cuda:0" ('vramlab devices'), capacity "20GiB", history false
+
+  --json         one JSON object on stdout: readings (bytes over the baseline), oom, peaks
+  --csv FILE     write the run's timeline as CSV
+  --fail-on-oom  exit 3 when the run ran out of memory (by default an OOM is a result)
+`;
+
+const run: Command = async (args, io) => {
+  const { values, positionals } = parse(
+    args,
+    {
+      device: { type: 'string' },
+      capacity: { type: 'string' },
+      name: { type: 'string' },
+      json: { type: 'boolean' },
+      csv: { type: 'string' },
+      'fail-on-oom': { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    true,
+  );
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    io.err(USAGE);
+    return 2;
+  }
+  const input = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
+  try {
+    parseSpec(input); // nothing starts on a bad spec
+  } catch (err) {
+    specUsage(err);
+  }
+  const manager = await openManager();
+  const started = await manager.start(input, { name: values.name, onBatch: progressPrinter(io, 'run', !!values.quiet) });
+  const onSigint = () => manager.cancel(started.runId);
+  process.once('SIGINT', onSigint);
+  let meta;
+  try {
+    meta = await started.done;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  if (values.csv) writeFileSync(values.csv, timelineCsv(await manager.store.get(meta.id)));
+  io.out(values.json ? JSON.stringify(runJsonResult(meta)) + '\n' : describeRun(meta));
+  if (meta.status === 'error') {
+    if (values.json) io.err(`vramlab run: ${meta.summary?.error ?? 'run failed'}\n`);
+    return 1;
+  }
+  if (meta.status === 'cancelled') return 130;
+  if (meta.status === 'oom' && values['fail-on-oom']) return 3;
+  return 0;
+};
+
+export default run;

@@ -1,0 +1,132 @@
+// `vramlab snapshot ...`: PyTorch memory snapshots in and out.
+//   info FILE.pickle             what the trace says (peaks, largest allocations, OOMs)
+//   export RUN_ID -o OUT         a stored run as a snapshot pickle
+//   export --from-replay FILE -o OUT   a what-if replay of a snapshot, as a snapshot
+import { writeFileSync } from 'node:fs';
+import { defaultHome } from '../../paths';
+import { exportRunRecord, replayHistoryToSnapshot, snapshotToBytes } from '../../snapshot/export';
+import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { replayer } from '../../snapshot/replay';
+import { parseSize } from '../../snapshot/sizes';
+import { traceStats } from '../../snapshot/stats';
+import { RunStore } from '../../store/store';
+import { parse } from '../args';
+import { formatBytes, table } from '../format';
+import { UsageError, type CliIO, type Command } from '../io';
+
+const USAGE = `usage: vramlab snapshot info FILE.pickle [--device N] [--json]
+       vramlab snapshot export RUN_ID -o OUT.pickle
+       vramlab snapshot export --from-replay FILE.pickle -o OUT.pickle [--alloc-conf STR] [--capacity SIZE]
+
+info     summarises a torch.cuda.memory._dump_snapshot() file (read safely: no code runs).
+export   writes a snapshot pickle in PyTorch's format, for
+         python -m torch.cuda._memory_viz trace_plot OUT.pickle -o OUT.html
+         or pytorch.org/memory_viz. RUN_ID is a run from the run store (its allocator
+         history must have been on); --from-replay replays FILE under the given settings.
+`;
+
+const snapshot: Command = async (args, io) => {
+  const [sub, ...rest] = args;
+  if (!sub || sub === '--help' || sub === '-h') {
+    io.out(USAGE);
+    return sub ? 0 : 2;
+  }
+  if (sub === 'info') return info(rest, io);
+  if (sub === 'export') return exportCmd(rest, io);
+  throw new UsageError(`unknown subcommand "${sub}"\n\n${USAGE}`);
+};
+
+async function info(args: string[], io: CliIO): Promise<number> {
+  const { values, positionals } = parse(
+    args,
+    { device: { type: 'string' }, json: { type: 'boolean' }, top: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    true,
+  );
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError('expected one snapshot file');
+  const snap = loadSnapshotFile(positionals[0]);
+  const device = values.device !== undefined ? Number(values.device) : busiestDevice(snap);
+  if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
+  const st = traceStats(snap, device, { top: values.top ? Number(values.top) : 10, maxPoints: 200 });
+  if (values.json) {
+    io.out(JSON.stringify({ segments: snap.segments.length, ...st }, null, 2) + '\n');
+    return 0;
+  }
+  io.out(`${positionals[0]}: device ${device}, ${st.events} trace events, ${snap.segments.length} segments at the end\n`);
+  if (st.lateStart) {
+    io.out(
+      `trace started late: ${formatBytes(st.initial.reserved)} reserved and ${formatBytes(st.initial.allocated)} allocated before its first event\n`,
+    );
+  }
+  io.out(
+    table(
+      ['', 'bytes', 'at event'],
+      [
+        ['peak reserved', formatBytes(st.peakReserved.bytes), String(st.peakReserved.eventIndex)],
+        ['peak requested', formatBytes(st.peakAllocated.bytes), String(st.peakAllocated.eventIndex)],
+        ['unallocated at peak', formatBytes(st.unallocatedAtPeakReserved), ''],
+        ['reserved at end', formatBytes(st.final.reserved), ''],
+      ],
+    ),
+  );
+  io.out('\nlargest allocations:\n');
+  for (const a of st.largest) {
+    io.out(`  ${formatBytes(a.size).padStart(11)}  events ${a.allocIndex}..${a.freeIndex ?? 'end'}  ${a.frames[0] ?? ''}\n`);
+  }
+  for (const o of st.ooms) {
+    io.out(`\nOOM at event ${o.eventIndex}: ${formatBytes(o.size)} requested, ${formatBytes(o.deviceFree)} free on the device\n`);
+    for (const f of o.frames) io.out(`    at ${f}\n`);
+  }
+  return 0;
+}
+
+async function exportCmd(args: string[], io: CliIO): Promise<number> {
+  const { values, positionals } = parse(
+    args,
+    {
+      out: { type: 'string', short: 'o' },
+      'from-replay': { type: 'string' },
+      'alloc-conf': { type: 'string' },
+      capacity: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    true,
+  );
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (!values.out) throw new UsageError('-o OUT.pickle is required');
+  let bytes: Buffer;
+  if (values['from-replay']) {
+    if (positionals.length) throw new UsageError('give either RUN_ID or --from-replay FILE, not both');
+    const snap = loadSnapshotFile(values['from-replay']);
+    const device = busiestDevice(snap);
+    const r = replayer(snap, device);
+    let capacity: number | null = null;
+    try {
+      capacity = values.capacity ? parseSize(values.capacity) : null;
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    const { outcome, history } = r.runWithHistory({ allocConf: values['alloc-conf'], capacity });
+    if (!history.length) throw new Error("the native replay returned no allocator history; this addon build can't export replays");
+    bytes = snapshotToBytes(replayHistoryToSnapshot(history, r.trace, snap, outcome.allocConf));
+  } else {
+    if (positionals.length !== 1) throw new UsageError(`expected RUN_ID (or --from-replay FILE)\n\n${USAGE}`);
+    const store = await RunStore.open(defaultHome());
+    const record = await store.get(positionals[0]);
+    if (!record.events.some((e) => e.type === 'alloc')) {
+      throw new Error(`run ${positionals[0]} has no allocator history (run it with history on to export a snapshot)`);
+    }
+    bytes = snapshotToBytes(exportRunRecord(record));
+  }
+  writeFileSync(values.out, bytes);
+  io.out(`wrote ${values.out} (${formatBytes(bytes.length)})\n`);
+  return 0;
+}
+
+export default snapshot;

@@ -1,0 +1,111 @@
+// `vramlab sweep SPEC.json --param P --values V1,V2,...`: a run per value.
+import { writeFileSync } from 'node:fs';
+import { parse } from '../args';
+import { UsageError, type Command } from '../io';
+import { formatBytes, table } from '../format';
+import { SWEEP_PARAMS } from '../../contract/spec';
+import { openManager, readSpecFile, specUsage } from '../../runner/cli_support';
+import { checkSweep, runSweep } from '../../runner/sweep';
+import { summaryCsv } from '../../export/summary_csv';
+
+const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--json] [--csv FILE]
+
+Runs SPEC.json once per value of one parameter (${SWEEP_PARAMS.join(', ')}).
+Values are comma separated (numbers, words, every:N for a checkpoint interval) or a JSON array.
+  --csv FILE  one summary row per run (spec columns and readings)
+`;
+
+export function parseValues(text: string): unknown[] {
+  const t = text.trim();
+  if (t.startsWith('[')) {
+    try {
+      const v = JSON.parse(t);
+      if (Array.isArray(v)) return v;
+    } catch {
+      /* fall through to the error */
+    }
+    throw new UsageError('--values: not a JSON array');
+  }
+  return t
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length)
+    .map((s) => {
+      if (/^-?\d+(\.\d+)?$/.test(s)) return Number(s);
+      if (s === 'true' || s === 'false') return s === 'true';
+      const every = /^every:(\d+)$/.exec(s);
+      if (every) return { every: Number(every[1]) };
+      return s;
+    });
+}
+
+const sweep: Command = async (args, io) => {
+  const { values, positionals } = parse(
+    args,
+    {
+      param: { type: 'string' },
+      values: { type: 'string' },
+      device: { type: 'string' },
+      capacity: { type: 'string' },
+      json: { type: 'boolean' },
+      csv: { type: 'string' },
+      quiet: { type: 'boolean', short: 'q' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    true,
+  );
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1 || !values.param || !values.values) {
+    io.err(USAGE);
+    return 2;
+  }
+  const base = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
+  const list = parseValues(values.values);
+  try {
+    checkSweep(base, values.param, list); // every value's spec is valid before the first run
+  } catch (err) {
+    specUsage(err);
+  }
+  const manager = await openManager();
+  const signal = { cancelled: false };
+  let current: string | null = null;
+  const onSigint = () => {
+    signal.cancelled = true;
+    if (current) manager.cancel(current);
+  };
+  process.once('SIGINT', onSigint);
+  let result;
+  try {
+    result = await runSweep(manager, base, values.param, list, {
+      signal,
+      onRunStarted: (run, i) => {
+        current = run.runId;
+        if (!values.quiet) io.err(`sweep ${values.param}=${JSON.stringify(list[i])}  (${i + 1}/${list.length})\n`);
+      },
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  const metas = await Promise.all(result.runs.map((r) => manager.store.meta(r.runId)));
+  if (values.csv) writeFileSync(values.csv, summaryCsv(metas));
+  if (values.json) io.out(JSON.stringify({ ...result, runs: result.runs.map((r, i) => ({ ...r, readings: metas[i].summary?.readings ?? {}, oom: metas[i].summary?.oom ?? null })) }) + '\n');
+  else
+    io.out(
+      table(
+        [values.param, 'status', 'peak allocated', 'peak reserved', 'run'],
+        result.runs.map((r, i) => [
+          typeof r.value === 'object' ? JSON.stringify(r.value) : String(r.value),
+          r.status,
+          formatBytes(r.peak_allocated),
+          formatBytes(metas[i].summary?.peak_reserved ?? 0),
+          r.runId,
+        ]),
+      ),
+    );
+  return result.runs.some((r) => r.status === 'error') ? 1 : signal.cancelled ? 130 : 0;
+};
+
+export default sweep;

@@ -1,0 +1,58 @@
+// Host methods for experiments (issue 5): runs, the run store, exports, sweeps and fit.
+// Events: `run.progress` (RunProgress, batched per frame), `run.done` (RunDone),
+// `run.error` (RunErrorEvent).
+import { z } from 'zod';
+import type { CompareRow, FitResult, RunMeta, RunRecord, SweepResult } from './runs';
+import { SpecSchema, SWEEP_PARAMS, LIMITS } from './spec';
+
+const runId = z.string({ error: 'must be a run id' }).min(1).max(64);
+const ids = z.array(runId).min(1).max(500);
+const exportTarget = z
+  .strictObject({ id: runId.optional(), ids: ids.optional() })
+  .refine((p) => (p.id === undefined) !== (p.ids === undefined), { error: 'give either id (one run) or ids (a summary of many)' });
+
+export const runMethods = {
+  /** Validates the spec and starts a run; resolves as soon as it runs. */
+  'run.start': { params: z.strictObject({ spec: SpecSchema, name: z.string().max(200).optional() }) },
+  'run.cancel': { params: z.strictObject({ runId }) },
+  'runs.list': { params: z.undefined().or(z.strictObject({ group: z.string().max(64).optional() })) },
+  'runs.get': { params: z.strictObject({ id: runId }) },
+  'runs.rename': { params: z.strictObject({ id: runId, name: z.string().min(1).max(200) }) },
+  'runs.delete': { params: z.strictObject({ id: runId }) },
+  'runs.compare': { params: z.strictObject({ ids }) },
+  /** id: the run's timeline; ids: one summary row per run. */
+  'runs.exportCsv': { params: exportTarget },
+  'runs.exportJson': { params: exportTarget },
+  /** Runs one spec per value, one after another; resolves when all ran. */
+  'sweep.start': {
+    params: z.strictObject({
+      spec: SpecSchema,
+      param: z.enum(SWEEP_PARAMS),
+      values: z.array(z.unknown()).min(1).max(256),
+    }),
+  },
+  /** The largest batch that runs without OOM, by bisection; resolves when found. */
+  'fit.start': {
+    params: z.strictObject({ spec: SpecSchema, maxBatch: z.number().int().min(1).max(LIMITS.batch).optional() }),
+  },
+} as const;
+
+export interface ExportedFile {
+  filename: string;
+  mime: 'text/csv' | 'application/json';
+  content: string;
+}
+
+export interface RunResults {
+  'run.start': { runId: string };
+  'run.cancel': { cancelled: boolean };
+  'runs.list': RunMeta[];
+  'runs.get': RunRecord;
+  'runs.rename': RunMeta;
+  'runs.delete': { deleted: true };
+  'runs.compare': CompareRow[];
+  'runs.exportCsv': ExportedFile;
+  'runs.exportJson': ExportedFile;
+  'sweep.start': SweepResult;
+  'fit.start': FitResult;
+}

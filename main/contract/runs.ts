@@ -1,0 +1,183 @@
+// What a run produces, as the store keeps it and the wire carries it: memory samples,
+// phase markers, allocator events, the summary (readings, peaks, estimate, OOM diagnosis).
+import type { Spec } from './spec';
+
+/** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated). */
+export const CATEGORIES = [
+  'parameters',
+  'gradients',
+  'optimizer_state',
+  'activations',
+  'temporaries',
+  'inputs',
+  'workspace',
+  'other',
+] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+/** One reading of the allocator's counters; bytes. `t` is ms since the run started. */
+export interface MemorySample {
+  t: number;
+  allocated: number;
+  reserved: number;
+  active: number;
+  requested: number;
+  /** Bytes per category, indexed like CATEGORIES. */
+  by: number[];
+}
+
+export interface PhaseMarker {
+  t: number;
+  edge: 'begin' | 'end';
+  /** "iteration", "microbatch", "forward", "backward", "optimizer_step", "zero_grad", "module", ... */
+  name: string;
+  iteration: number; // -1 when not inside an iteration
+  micro_batch: number; // -1 when not inside a micro-batch
+  module: string; // module path for "module" phases, else ""
+}
+
+/** One allocator trace entry (only when the spec's history is on). */
+export interface AllocatorEvent {
+  t: number;
+  action: string; // the native trace names: "alloc", "free", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom", "empty_cache"
+  addr: number;
+  size: number;
+  category: Category | '';
+  module: string;
+}
+
+export type RunEvent = ({ type: 'phase' } & PhaseMarker) | ({ type: 'alloc' } & AllocatorEvent);
+
+export type RunStatus = 'running' | 'done' | 'oom' | 'cancelled' | 'error' | 'interrupted';
+
+export interface PhasePeak {
+  phase: string; // "forward", "backward", "optimizer_step", ...
+  iteration: number;
+  allocated: number; // peak bytes inside the phase (absolute)
+  reserved: number;
+}
+
+export interface Estimate {
+  parameters: number; // count
+  bytes_per_parameter: { weights: number; gradients: number; optimizer: number };
+  activation_bytes_per_sample: number;
+  bytes: number; // the estimate
+  measured_peak: number | null; // peak allocated over the baseline, bytes
+  error_pct: number | null; // (estimate - measured) / measured * 100
+}
+
+export interface OomReport {
+  /** PyTorch's message, as torch.OutOfMemoryError prints it. */
+  message: string;
+  requested: number;
+  phase: string;
+  iteration: number;
+  module: string;
+  allocated: number;
+  reserved: number;
+  reserved_unallocated: number;
+  capacity: number;
+  by_category: Record<Category, number>;
+  dominant: { category: Category; bytes: number; share: number };
+  suggestions: string[];
+}
+
+export interface RunSummary {
+  status: RunStatus;
+  /** Protocol readings, bytes relative to the baseline (allocated before the model is built). */
+  readings: Record<string, number>;
+  baseline: number;
+  peak_allocated: number; // absolute bytes
+  peak_reserved: number;
+  peaks: PhasePeak[];
+  duration_ms: number;
+  sim_time_ms: number | null;
+  estimate: Estimate;
+  oom: OomReport | null;
+  error: string | null;
+  samples: number;
+  events: number;
+}
+
+export interface RunGroup {
+  kind: 'sweep' | 'fit';
+  id: string;
+  index: number;
+  param: string;
+  value: unknown;
+}
+
+export interface RunMeta {
+  id: string;
+  name: string;
+  created: string; // ISO time
+  updated: string;
+  status: RunStatus;
+  device: string;
+  spec: Spec;
+  group: RunGroup | null;
+  /** Owner process, so a store opened later can tell a live run from an interrupted one. */
+  pid: number;
+  hostname: string;
+  summary: RunSummary | null;
+}
+
+export interface RunRecord {
+  meta: RunMeta;
+  timeline: MemorySample[];
+  events: RunEvent[];
+}
+
+/** `run.progress` payload: one batch per run per animation frame. */
+export interface RunProgress {
+  runId: string;
+  samples: MemorySample[];
+  events: RunEvent[];
+  /** Samples merged away by backpressure since the last batch (peaks are kept). */
+  dropped: number;
+  latest: MemorySample | null;
+  phase: string;
+  iteration: number;
+}
+
+export interface RunDone {
+  runId: string;
+  meta: RunMeta;
+}
+
+export interface RunErrorEvent {
+  runId: string;
+  message: string;
+}
+
+export interface SweepResult {
+  sweepId: string;
+  param: string;
+  runs: { value: unknown; runId: string; status: RunStatus; peak_allocated: number; oom: boolean }[];
+}
+
+export interface FitProbe {
+  batch: number;
+  ok: boolean;
+  runId: string;
+  peak_allocated: number;
+  peak_reserved: number;
+}
+
+export interface FitResult {
+  fitId: string;
+  /** Largest batch that ran without OOM (0 when batch 1 does not fit). */
+  batch: number;
+  capacity: number;
+  probes: FitProbe[];
+}
+
+export interface CompareRow {
+  id: string;
+  name: string;
+  status: RunStatus;
+  spec: Record<string, string | number | boolean | null>;
+  readings: Record<string, number>;
+  peak_allocated: number;
+  peak_reserved: number;
+}

@@ -1,0 +1,224 @@
+// The host's snapshot methods (issue 7): chunked upload of a torch.cuda.memory snapshot
+// pickle, views of its trace, and what-if replays through the native caching allocator.
+// Parsing and replay are main/snapshot's; this file keeps snapshots in memory and shapes
+// the replies. Every failure is an Error with a message meant for the person.
+import type { NativeAddon } from '../addon/types';
+import type {
+  SnapAllocatorSettings,
+  SnapGrid,
+  SnapLargest,
+  SnapOutcome,
+  SnapSummary,
+  SnapTimeline,
+  SnapUploadResult,
+  SnapWhatIf,
+} from '../contract/snapshot';
+import { allocConfFromSettings } from '../snapshot/alloc_conf';
+import { busiestDevice, loadSnapshotBuffer, PickleError, rebuildInitialState, snapshotDevices, SnapshotFormatError, type InitialState } from '../snapshot/import';
+import type { Snapshot } from '../snapshot/model';
+import { hasNativeReplay, nativeReplay, replayer, type Replayer, type ReplayOutcome } from '../snapshot/replay';
+import { parseSize } from '../snapshot/sizes';
+import { traceStats, type TraceStats } from '../snapshot/stats';
+import type { Host } from './host';
+import { buildTimeline } from './snapshot_timeline';
+import { stateAt } from './snapshot_state';
+import { cutFrame as cut } from './snapshot_stacks';
+import { SnapshotStore, type StoreLimits } from './snapshot_store';
+
+interface DeviceCache {
+  stats: TraceStats;
+  /** Memory in use before the first event: the start of every stateAt walk. */
+  init: InitialState;
+  /** The last timeline sent, by its limits (the screen asks again on every visit). */
+  timeline?: { key: string; value: Omit<SnapTimeline, 'id'> };
+  replayer?: Replayer;
+  /** Replays already run, by settings and capacity (bounded). */
+  outcomes: Map<string, SnapOutcome>;
+}
+
+interface Extra {
+  devices: Map<number, DeviceCache>;
+}
+
+const MAX_CACHED_OUTCOMES = 64;
+
+export interface SnapshotMethodOptions {
+  limits?: Partial<StoreLimits>;
+}
+
+export function registerSnapshotMethods(host: Host, native: NativeAddon, options: SnapshotMethodOptions = {}): SnapshotStore<Extra> {
+  const store = new SnapshotStore<Extra>(options.limits);
+  host.onDispose(() => store.clear());
+
+  const cacheFor = (id: string, device: number | undefined) => {
+    const entry = store.get(id);
+    const s = entry.snapshot;
+    const devices = snapshotDevices(s);
+    const dev = device ?? defaultDevice(s);
+    if (device !== undefined && !devices.includes(device))
+      throw new Error(`snapshot "${entry.name}" has no device ${device}; it has ${devices.length ? `device${devices.length > 1 ? 's' : ''} ${devices.join(', ')}` : 'no trace or segments'}`);
+    let c = entry.extra.devices.get(dev);
+    if (!c) {
+      c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), init: rebuildInitialState(s, dev), outcomes: new Map() };
+      entry.extra.devices.set(dev, c);
+    }
+    return { entry, s, device: dev, cache: c };
+  };
+
+  const summarize = (id: string): SnapSummary => {
+    const { entry, s, device, cache } = cacheFor(id, undefined);
+    const st = cache.stats;
+    const trace = s.deviceTraces[device] ?? [];
+    return {
+      id: entry.id,
+      name: entry.name,
+      bytes: entry.bytes,
+      devices: snapshotDevices(s),
+      device,
+      segments: s.segments.filter((g) => g.device === device).length,
+      traceLength: trace.length,
+      startUs: trace.length ? trace[0].timeUs : null,
+      durationUs: trace.length ? trace[trace.length - 1].timeUs - trace[0].timeUs : null,
+      lateStart: st.lateStart,
+      counts: { ...st.counts },
+      initial: st.initial,
+      final: st.final,
+      peakAllocated: st.peakAllocated,
+      peakReserved: st.peakReserved,
+      unallocatedAtPeakReserved: st.unallocatedAtPeakReserved,
+      allocatorSettings: settingsOf(s),
+      ooms: st.ooms.map((o) => ({ ...o, frames: o.frames.map(cut) })),
+      replay: hasNativeReplay(native),
+    };
+  };
+
+  const outcome = (c: DeviceCache, s: Snapshot, device: number, allocConf: string, capacity: number | null): SnapOutcome => {
+    const key = `${allocConf}\u0000${capacity ?? ''}`;
+    const known = c.outcomes.get(key);
+    if (known) return known;
+    c.replayer ??= replayer(s, device, nativeReplay(native));
+    const r = toOutcome(c.replayer.run({ allocConf, capacity }));
+    if (c.outcomes.size >= MAX_CACHED_OUTCOMES) c.outcomes.delete(c.outcomes.keys().next().value!);
+    c.outcomes.set(key, r);
+    return r;
+  };
+
+  host.register('snapshot.upload', (params): SnapUploadResult => {
+    const p = params as { uploadId: string; index: number; total: number; chunk: string; name?: string };
+    const data = Buffer.from(p.chunk, 'base64');
+    const name = store.uploadName(p.uploadId) ?? p.name ?? 'snapshot.pickle';
+    const whole = store.addChunk(p.uploadId, p.index, p.total, data, name);
+    if (!whole) {
+      const pr = store.progress(p.uploadId)!;
+      return { done: false, uploadId: p.uploadId, received: pr.received, total: pr.total };
+    }
+    let snapshot: Snapshot;
+    try {
+      snapshot = loadSnapshotBuffer(whole);
+    } catch (err) {
+      if (err instanceof PickleError || err instanceof SnapshotFormatError)
+        throw new Error(`${name} is not a PyTorch memory snapshot vramlab can read: ${err.message}`);
+      throw err;
+    }
+    const entry = store.add(name, whole.length, snapshot, { devices: new Map() });
+    return { done: true, uploadId: p.uploadId, snapshot: summarize(entry.id) };
+  });
+
+  host.register('snapshot.list', () => store.list().map((e) => summarize(e.id)));
+
+  host.register('snapshot.close', (params) => ({ closed: store.delete((params as { id: string }).id) }));
+
+  host.register('snapshot.timeline', (params) => {
+    const p = params as { id: string; device?: number; maxPoints?: number; maxAllocations?: number };
+    const { entry, s, device, cache } = cacheFor(p.id, p.device);
+    const key = `${p.maxPoints ?? 800}/${p.maxAllocations ?? 80}`;
+    if (cache.timeline?.key !== key) cache.timeline = { key, value: buildTimeline(s, device, p.maxPoints ?? 800, p.maxAllocations ?? 80) };
+    return { id: entry.id, ...cache.timeline.value };
+  });
+
+  host.register('snapshot.stateAt', (params) => {
+    const p = params as { id: string; device?: number; eventIndex: number };
+    const { entry, s, device, cache } = cacheFor(p.id, p.device);
+    return { id: entry.id, ...stateAt(s, device, p.eventIndex, cache.init) };
+  });
+
+  host.register('snapshot.largest', (params): SnapLargest => {
+    const p = params as { id: string; device?: number; top?: number };
+    const { entry, device, cache } = cacheFor(p.id, p.device);
+    const allocations = cache.stats.largest.slice(0, p.top ?? 20).map((a) => ({ ...a, frames: a.frames.map(cut) }));
+    return { id: entry.id, device, allocations };
+  });
+
+  host.register('snapshot.whatIf', (params): SnapWhatIf => {
+    const p = params as { id: string; device?: number; allocConf: string; capacity?: number | string | null };
+    const { entry, s, device, cache } = cacheFor(p.id, p.device);
+    const capacity = capacityOf(p.capacity);
+    const st = cache.stats;
+    const c = st.counts;
+    return {
+      id: entry.id,
+      device,
+      capacity,
+      recorded: {
+        peakAllocated: st.peakAllocated.bytes,
+        peakReserved: st.peakReserved.bytes,
+        numDeviceAlloc: c.segment_alloc + c.segment_map,
+        numDeviceFree: c.segment_free + c.segment_unmap,
+        fragmentation: st.unallocatedAtPeakReserved,
+        ooms: c.oom,
+      },
+      original: outcome(cache, s, device, allocConfFromSettings(s.allocatorSettings), capacity),
+      whatIf: outcome(cache, s, device, p.allocConf.trim(), capacity),
+    };
+  });
+
+  host.register('snapshot.grid', (params): SnapGrid => {
+    const p = params as { id: string; device?: number; settings: string[]; capacities: (number | string | null)[] };
+    const { entry, s, device, cache } = cacheFor(p.id, p.device);
+    const settings = p.settings.map((x) => x.trim());
+    const capacities = p.capacities.map(capacityOf);
+    const cells = settings.map((conf) => capacities.map((cap) => outcome(cache, s, device, conf, cap)));
+    return { id: entry.id, device, settings, capacities, cells };
+  });
+
+  return store;
+}
+
+function defaultDevice(s: Snapshot): number {
+  return snapshotDevices(s).length ? busiestDevice(s) : 0;
+}
+
+function capacityOf(c: number | string | null | undefined): number | null {
+  if (c === null || c === undefined) return null;
+  const bytes = typeof c === 'number' ? c : parseSize(c);
+  if (bytes <= 0) throw new Error(`capacity must be more than 0 bytes (got "${c}")`);
+  return bytes;
+}
+
+function settingsOf(s: Snapshot): SnapAllocatorSettings | null {
+  const a = s.allocatorSettings;
+  if (!a) return null;
+  return {
+    conf: a.conf,
+    effectiveConf: allocConfFromSettings(a),
+    maxSplitSize: a.maxSplitSize,
+    garbageCollectionThreshold: a.garbageCollectionThreshold,
+    expandableSegments: a.expandableSegments,
+    roundupPower2Divisions: [...a.roundupPower2Divisions],
+  };
+}
+
+function toOutcome(r: ReplayOutcome): SnapOutcome {
+  return {
+    allocConf: r.allocConf,
+    capacity: r.capacity,
+    peakAllocated: r.peakAllocated,
+    peakReserved: r.peakReserved,
+    numDeviceAlloc: r.numDeviceAlloc,
+    numDeviceFree: r.numDeviceFree,
+    numOoms: r.numOoms,
+    numAllocRetries: r.numAllocRetries,
+    fragmentation: r.unallocatedAtPeak,
+    oom: r.firstOom ? { eventIndex: r.firstOom.eventIndex, size: r.firstOom.size, message: r.firstOom.message, frames: r.firstOom.frames.map(cut) } : null,
+  };
+}

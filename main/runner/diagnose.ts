@@ -1,0 +1,59 @@
+// Turns an OOM into advice: which category held the memory, how much the cache held
+// without using it, and which settings of this spec would help.
+import { CATEGORIES, type Category, type OomReport } from '../contract/runs';
+import type { Spec } from '../contract/spec';
+import type { NativeOom } from '../addon/types';
+import { formatBytes } from '../cli/format';
+
+export function diagnoseOom(oom: NativeOom, spec: Spec): OomReport {
+  const by = Object.fromEntries(CATEGORIES.map((c, i) => [c, oom.by[i] ?? 0])) as Record<Category, number>;
+  let dominant: Category = 'activations';
+  for (const c of CATEGORIES) if (by[c] > by[dominant]) dominant = c;
+  const allocated = oom.allocated;
+  const reservedUnallocated = Math.max(0, oom.reserved - oom.allocated);
+  return {
+    message: oom.message,
+    requested: oom.requested,
+    phase: oom.phase,
+    iteration: oom.iteration,
+    module: oom.module,
+    allocated,
+    reserved: oom.reserved,
+    reserved_unallocated: reservedUnallocated,
+    capacity: oom.capacity,
+    by_category: by,
+    dominant: { category: dominant, bytes: by[dominant], share: allocated > 0 ? by[dominant] / allocated : 0 },
+    suggestions: suggest(spec, oom, by, dominant, reservedUnallocated),
+  };
+}
+
+function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, dominant: Category, unallocated: number): string[] {
+  const out: string[] = [];
+  const conf = spec.alloc_conf;
+  // Fragmentation: the cache holds enough, just not in one piece.
+  if (unallocated >= oom.requested || unallocated > 0.1 * oom.capacity) {
+    if (!/expandable_segments:True/.test(conf))
+      out.push(`alloc_conf "expandable_segments:True": ${formatBytes(unallocated)} is reserved but unallocated (fragmentation)`);
+    if (!/max_split_size_mb/.test(conf)) out.push('alloc_conf "max_split_size_mb:128": stop large cached blocks from being split');
+  }
+  if (spec.mode === 'loss_accumulation' && spec.keep_loss_graph)
+    out.push('keep_loss_graph: false: accumulate loss.item(), not the loss tensor, so each iteration\'s graph is freed');
+  if (dominant === 'activations' || dominant === 'temporaries') {
+    if (spec.model.kind === 'residual' && spec.checkpoint === 'none')
+      out.push('checkpoint: "block" (or "sqrt"): keep only block inputs and recompute during backward');
+    if (spec.precision === 'fp32' || spec.precision === 'tf32') out.push('precision: "bf16": autocast halves most activations');
+    if (spec.batch > 1) {
+      out.push(`a smaller batch ('vramlab fit' finds the largest that fits)`);
+      if (spec.accum === 1) out.push(`accum: 2 with batch ${Math.max(1, Math.floor(spec.batch / 2))}: same effective batch, half the activations`);
+    }
+  }
+  if (oom.phase === 'optimizer_step' && spec.optimizer.foreach && spec.optimizer.kind !== 'none')
+    out.push('optimizer foreach: false: the foreach step allocates temporaries for all parameters at once');
+  if (dominant === 'optimizer_state' && (spec.optimizer.kind === 'adam' || spec.optimizer.kind === 'adamw'))
+    out.push('optimizer "sgd": Adam keeps 8 bytes of state per parameter');
+  if (dominant === 'gradients' && !spec.set_to_none) out.push('set_to_none: true: zero_grad frees gradients instead of zeroing them');
+  if (dominant === 'parameters') out.push('a smaller model (depth, hidden or dim): the parameters alone fill the device');
+  if (spec.capacity !== null) out.push(`capacity: the spec limits the device to ${formatBytes(spec.capacity)}; raise or remove it`);
+  if (out.length === 0 && by.activations > 0) out.push('a smaller batch');
+  return out;
+}

@@ -1,0 +1,141 @@
+// Runs experiments: validates the spec, opens the run in the store, starts the native
+// worker thread, and fans its batches out to the store (every sample) and to listeners
+// (run.progress, batched per frame). The event loop only ever sees batches.
+import { CATEGORIES, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
+import { parseSpec, type Spec } from '../contract/spec';
+import type { NativeAddon, NativeEventBatch, NativeJob, NativeOutcome, NativeRunHandle } from '../addon/types';
+import type { RunStore } from '../store/store';
+import type { RunWriter } from '../store/writer';
+import { describeError } from '../host/errors';
+import { ProgressBatcher, type BatcherOptions } from './batcher';
+import { PeakTracker, summarize } from './summary';
+import { toNativeJob } from './native_job';
+
+export interface RunEvents {
+  progress(p: RunProgress): void;
+  done(meta: RunMeta): void;
+  error(runId: string, message: string, meta: RunMeta | null): void;
+}
+
+export interface StartOptions {
+  name?: string;
+  group?: RunGroup | null;
+  /** Replaces the job the spec would give (tests: the engine-free synthetic job). */
+  job?: NativeJob;
+  /** Called with every native batch, unbatched (the CLI's progress line). */
+  onBatch?: (tracker: PeakTracker) => void;
+}
+
+export interface StartedRun {
+  runId: string;
+  spec: Spec;
+  /** Resolves with the final meta whatever the outcome (done, oom, cancelled, error). */
+  done: Promise<RunMeta>;
+}
+
+interface Active {
+  handle: NativeRunHandle | null;
+  cancelled: boolean;
+}
+
+export class RunManager {
+  private readonly active = new Map<string, Active>();
+
+  constructor(
+    private readonly native: NativeAddon,
+    readonly store: RunStore,
+    private readonly events: Partial<RunEvents> = {},
+    private readonly batching: BatcherOptions = {},
+  ) {}
+
+  /** Throws (SpecError, or the native side's refusal) before anything runs. */
+  async start(specInput: unknown, opts: StartOptions = {}): Promise<StartedRun> {
+    const spec = parseSpec(specInput);
+    const startRun = this.native.startRun;
+    if (typeof startRun !== 'function') throw new Error('this build of the native addon has no runner (startRun missing)');
+    const job = opts.job ?? toNativeJob(spec);
+    const writer = await this.store.create(spec, { name: opts.name, group: opts.group });
+    const runId = writer.id;
+    const tracker = new PeakTracker();
+    const batcher = new ProgressBatcher(runId, (p) => this.events.progress?.(p), this.batching);
+    const entry: Active = { handle: null, cancelled: false };
+    let resolveDone!: (m: RunMeta) => void;
+    const done = new Promise<RunMeta>((r) => (resolveDone = r));
+
+    const ingest = (batch: NativeEventBatch) => {
+      if (!batch.samples.length && !batch.events.length && !batch.dropped) return;
+      const events = batch.events.map(nameCategory);
+      writer.append(batch.samples, events);
+      tracker.add(batch.samples, events);
+      const at = tracker.phases.current();
+      batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
+      opts.onBatch?.(tracker);
+    };
+    // A wake-up only schedules the pull: the loop gets a turn between batches.
+    let scheduled = false;
+    let finished = false;
+    const pump = () => {
+      scheduled = false;
+      if (finished || !entry.handle) return;
+      const batch = entry.handle.drain();
+      ingest(batch);
+      if (batch.outcome) {
+        finished = true;
+        this.active.delete(runId);
+        batcher.close();
+        void this.finish(spec, writer, batch.outcome, tracker).then(resolveDone);
+      }
+    };
+    const onWake = () => {
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(pump);
+    };
+
+    this.active.set(runId, entry);
+    try {
+      entry.handle = startRun.call(this.native, job, onWake);
+    } catch (err) {
+      // The native side refused the job: no run happened, so none is kept.
+      this.active.delete(runId);
+      await writer.finish('error', null).catch(() => {});
+      await this.store.delete(runId).catch(() => {});
+      throw err;
+    }
+    return { runId, spec, done };
+  }
+
+  cancel(runId: string): boolean {
+    const a = this.active.get(runId);
+    if (!a) return false;
+    a.cancelled = true;
+    a.handle?.cancel();
+    return true;
+  }
+
+  cancelAll(): void {
+    for (const id of this.active.keys()) this.cancel(id);
+  }
+
+  activeRuns(): string[] {
+    return [...this.active.keys()];
+  }
+
+  private async finish(spec: Spec, writer: RunWriter, outcome: NativeOutcome, tracker: PeakTracker): Promise<RunMeta> {
+    const summary = summarize(spec, outcome, tracker);
+    let meta: RunMeta;
+    try {
+      meta = await writer.finish(summary.status, summary);
+    } catch (err) {
+      meta = { ...writer.meta, status: 'error', summary: { ...summary, status: 'error', error: `store: ${describeError(err)}` } };
+    }
+    if (meta.status === 'error') this.events.error?.(meta.id, meta.summary?.error ?? 'run failed', meta);
+    else this.events.done?.(meta);
+    return meta;
+  }
+}
+
+function nameCategory(e: NativeEventBatch['events'][number]): RunEvent {
+  if (e.type !== 'alloc') return e;
+  return { ...e, category: e.category >= 0 && e.category < CATEGORIES.length ? CATEGORIES[e.category] : '' };
+}

@@ -1,0 +1,65 @@
+// A sweep: one spec, one parameter, a run per value, one after another. Every spec is
+// validated before the first run starts; a cancelled run ends the sweep.
+import { randomBytes } from 'node:crypto';
+import type { SweepResult } from '../contract/runs';
+import { parseSpec, SpecError, withParam, SWEEP_PARAMS, type SpecInput, type SweepParam } from '../contract/spec';
+import type { RunManager, StartedRun } from './manager';
+import type { NativeJob } from '../addon/types';
+import type { Spec } from '../contract/spec';
+
+export interface SweepOptions {
+  onRunStarted?: (run: StartedRun, index: number) => void;
+  /** Set by the caller to stop after the current run. */
+  signal?: { cancelled: boolean };
+  /** Replaces each run's job (tests: the engine-free synthetic job). */
+  jobFor?: (spec: Spec) => NativeJob;
+}
+
+export function checkSweep(base: unknown, param: string, values: readonly unknown[]): SweepParam {
+  if (!(SWEEP_PARAMS as readonly string[]).includes(param))
+    throw new SpecError([`sweep parameter "${param}" is not one of ${SWEEP_PARAMS.join(', ')}`]);
+  if (values.length === 0 || values.length > 256) throw new SpecError(['sweep values: give 1 to 256 values']);
+  const p = param as SweepParam;
+  values.forEach((v, i) => {
+    try {
+      parseSpec(withParam((base ?? {}) as SpecInput, p, v));
+    } catch (err) {
+      if (err instanceof SpecError) throw new SpecError(err.issues.map((m) => `value ${i + 1} (${JSON.stringify(v)}): ${m}`));
+      throw err;
+    }
+  });
+  return p;
+}
+
+export async function runSweep(
+  manager: RunManager,
+  base: unknown,
+  param: string,
+  values: readonly unknown[],
+  opts: SweepOptions = {},
+): Promise<SweepResult> {
+  const p = checkSweep(base, param, values);
+  const sweepId = `sweep-${randomBytes(4).toString('hex')}`;
+  const result: SweepResult = { sweepId, param: p, runs: [] };
+  for (let i = 0; i < values.length; i++) {
+    if (opts.signal?.cancelled) break;
+    const value = values[i];
+    const input = withParam((base ?? {}) as SpecInput, p, value);
+    const run = await manager.start(input, {
+      job: opts.jobFor?.(parseSpec(input)),
+      group: { kind: 'sweep', id: sweepId, index: i, param: p, value },
+      name: `sweep ${p}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`,
+    });
+    opts.onRunStarted?.(run, i);
+    const meta = await run.done;
+    result.runs.push({
+      value,
+      runId: meta.id,
+      status: meta.status,
+      peak_allocated: meta.summary?.peak_allocated ?? 0,
+      oom: meta.status === 'oom',
+    });
+    if (meta.status === 'cancelled') break;
+  }
+  return result;
+}

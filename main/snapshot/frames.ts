@@ -1,0 +1,55 @@
+// Stack frames as PyTorch's viewers show them: the unwinder's own frames, CPython's
+// interpreter loop and dispatcher boilerplate left out (the same lists as
+// _memory_viz.py's _frame_filter and MemoryViz.js's frameFilter).
+import type { Frame, Frames } from './model';
+
+const OMIT_FUNCTIONS = [
+  'unwind::unwind',
+  'CapturedTraceback::gather',
+  'gather_with_cpp',
+  '_start',
+  '__libc_start_main',
+  'PyEval_',
+  'PyObject_',
+  'PyFunction_',
+];
+
+const OMIT_FILENAMES = [
+  'core/boxing',
+  '/Register',
+  '/Redispatch',
+  'pythonrun.c',
+  'Modules/main.c',
+  'Objects/call.c',
+  'Objects/methodobject.c',
+  'pycore_ceval.h',
+  'ceval.c',
+  'cpython/abstract.h',
+];
+
+export function keepFrame(f: Frame): boolean {
+  return !OMIT_FUNCTIONS.some((s) => f.name.includes(s)) && !OMIT_FILENAMES.some((s) => f.filename.includes(s));
+}
+
+/** Demangled C++ template names run to kilobytes; a line needs only their start. */
+const MAX_NAME = 160;
+
+export function formatFrame(f: Frame): string {
+  const name = f.name.length > MAX_NAME ? `${f.name.slice(0, MAX_NAME)}...` : f.name;
+  if (f.line === 0 && (f.filename === '' || f.filename === '??')) return name;
+  return `${f.filename}:${f.line}:${name}`;
+}
+
+/** The allocator's own frames say nothing about who asked for the memory. */
+const ALLOCATOR_FRAME = /CUDACachingAllocator|c10::cuda::.*Allocator/;
+
+/**
+ * The frames worth showing first: Python frames (a real file and line) when there are
+ * any, innermost first, else the filtered native frames.
+ */
+export function topFrames(frames: Frames, n = 5): string[] {
+  const kept = frames.filter((f) => keepFrame(f) && !ALLOCATOR_FRAME.test(f.name));
+  const python = kept.filter((f) => f.line > 0 && f.filename !== '??' && f.filename !== '');
+  const pick = python.length ? python : kept;
+  return pick.slice(0, n).map(formatFrame);
+}

@@ -1,0 +1,639 @@
+// A safe pickle reader: plain data only (None, bools, ints of any size, floats, str, bytes,
+// lists, tuples, dicts, sets) from protocols 0-5, with memo and framing. Opcodes that
+// import, call or construct Python objects are refused by name and offset; nothing in the
+// input can make this code run anything. Every malformed input ends in a PickleError.
+//
+// Structure rules beyond Python's own: a container may not change after the pickle has
+// referenced it a second time (memo GET or DUP). CPython's pickler never does that for
+// acyclic data, and the rule makes recursive (self-containing) values impossible, so the
+// result is always a finite tree (shared subtrees allowed) whose depth is checked once.
+import { PickleError } from './errors';
+import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
+import { bufferSource, fileSource, type ByteSource } from './source';
+import { normaliseInt, PySet, PyTuple, type PickleKey, type PickleValue, type PyDict } from './values';
+
+export interface ReadLimits {
+  /** Deepest nesting of containers (the top-level value counts as 1). */
+  maxDepth: number;
+  /** Longest str/bytes, in bytes. */
+  maxStringBytes: number;
+  /** Longest int, in bytes of two's complement (LONG1/LONG4) or digits (INT/LONG). */
+  maxIntBytes: number;
+  /** Most items on the stack at once. */
+  maxStack: number;
+  /** Most memo entries. */
+  maxMemo: number;
+  /** Most containers (lists, dicts, tuples, sets) created. */
+  maxContainers: number;
+}
+
+export const DEFAULT_LIMITS: ReadLimits = {
+  maxDepth: 1000,
+  maxStringBytes: 64 << 20,
+  maxIntBytes: 4096,
+  maxStack: 10_000_000,
+  maxMemo: 50_000_000,
+  maxContainers: 30_000_000,
+};
+
+export interface ReadOptions {
+  limits?: Partial<ReadLimits>;
+  /** Accept bytes after STOP (Python ignores them). Default false: they mean a damaged file. */
+  allowTrailing?: boolean;
+}
+
+/** Parse a pickle held in memory. The bytes are read in place. */
+export function readPickle(data: Uint8Array, options: ReadOptions = {}): PickleValue {
+  return parse(bufferSource(data), options);
+}
+
+/** Parse a pickle file, reading it in chunks (constant memory besides the result). */
+export function readPickleFile(path: string, options: ReadOptions & { chunkBytes?: number } = {}): PickleValue {
+  const src = fileSource(path, options.chunkBytes);
+  try {
+    return parse(src, options);
+  } finally {
+    src.close();
+  }
+}
+
+function parse(src: ByteSource, options: ReadOptions): PickleValue {
+  const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false);
+  return reader.run();
+}
+
+type Container = PickleValue[] | PyDict | PyTuple | PySet;
+
+function isContainer(v: PickleValue): v is Container {
+  return Array.isArray(v) || v instanceof Map || v instanceof PyTuple || v instanceof PySet;
+}
+
+const ascii = new TextDecoder('ascii');
+/** Python 2 string escapes (a backslash-newline is a line continuation: nothing). */
+const ESCAPES: Record<string, number> = { n: 10, t: 9, r: 13, '\\': 92, "'": 39, '"': 34, a: 7, b: 8, f: 12, v: 11, '\n': -1 };
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+class Reader {
+  private stack: PickleValue[] = [];
+  private marks: number[] = [];
+  private memo = new Map<number, PickleValue>();
+  /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
+  private shared = new Set<Container>();
+  private containers = 0;
+  private frameEnd = -1;
+  /** Offset of the opcode being executed, for errors. */
+  private at = 0;
+  private op = 0;
+
+  constructor(
+    private src: ByteSource,
+    private limits: ReadLimits,
+    private allowTrailing: boolean,
+  ) {}
+
+  run(): PickleValue {
+    const src = this.src;
+    for (;;) {
+      this.at = src.base + src.i;
+      if (this.frameEnd >= 0 && this.at >= this.frameEnd) this.frameEnd = -1;
+      if (src.i >= src.end && !src.ensure(1)) {
+        throw new PickleError('truncated', `pickle: input ends at offset ${this.at} without a STOP opcode`, this.at);
+      }
+      const op = src.buf[src.i++];
+      this.op = op;
+      if (op === Op.STOP) return this.stop();
+      this.exec(op);
+    }
+  }
+
+  // ---- errors -------------------------------------------------------------------------
+
+  private fail(code: PickleError['code'], what: string): never {
+    throw new PickleError(code, `pickle: ${describeOp(this.op)} at offset ${this.at}: ${what}`, this.at, this.op);
+  }
+
+  private crossFrame(): never {
+    this.fail('malformed', `opcode runs past the end of its frame (frame ends at offset ${this.frameEnd})`);
+  }
+
+  // ---- input --------------------------------------------------------------------------
+
+  /** Make n argument bytes available; returns their index in src.buf. */
+  private take(n: number): number {
+    const src = this.src;
+    if (!src.ensure(n)) {
+      const left = src.length - (src.base + src.i);
+      this.fail('truncated', `needs ${n} more byte${n === 1 ? '' : 's'} but the input has ${left}`);
+    }
+    const idx = src.i;
+    src.i += n;
+    if (this.frameEnd >= 0 && src.base + src.i > this.frameEnd) this.crossFrame();
+    return idx;
+  }
+
+  // take() may move the window, so src.buf is read only after it returns.
+  private u8(): number {
+    const i = this.take(1);
+    return this.src.buf[i];
+  }
+  private u16(): number {
+    const i = this.take(2);
+    return this.src.buf.readUInt16LE(i);
+  }
+  private u32(): number {
+    const i = this.take(4);
+    return this.src.buf.readUInt32LE(i);
+  }
+  private i32(): number {
+    const i = this.take(4);
+    return this.src.buf.readInt32LE(i);
+  }
+  private f64(): number {
+    const i = this.take(8);
+    return this.src.buf.readDoubleBE(i);
+  }
+  private u64(): number {
+    const i = this.take(8);
+    const v = this.src.buf.readBigUInt64LE(i);
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) this.fail('limit', `length ${v} is too large`);
+    return Number(v);
+  }
+
+  /** A length-prefixed payload: checked against limits before anything is read. */
+  private payloadLength(n: number, kind: string): number {
+    if (n < 0) this.fail('malformed', `negative ${kind} length ${n}`);
+    if (n > this.limits.maxStringBytes) {
+      this.fail('limit', `${kind} of ${n} bytes exceeds the ${this.limits.maxStringBytes}-byte limit`);
+    }
+    return n;
+  }
+
+  /** Bytes up to (not including) the next newline: the argument of a text opcode. */
+  private line(): string {
+    const src = this.src;
+    const max = Math.min(this.limits.maxStringBytes * 10 + 64, src.length);
+    let scanned = 0;
+    for (;;) {
+      const avail = src.end - src.i;
+      const nl = src.buf.indexOf(0x0a, src.i + scanned);
+      if (nl >= 0 && nl < src.end) {
+        const len = nl - src.i;
+        const idx = this.take(len + 1);
+        return src.buf.toString('latin1', idx, idx + len);
+      }
+      scanned = avail;
+      if (scanned > max) this.fail('limit', `text argument longer than ${max} bytes`);
+      if (!src.ensure(avail + 1)) this.fail('truncated', 'the input ends before the newline that ends this argument');
+    }
+  }
+
+  private str(n: number): string {
+    const idx = this.take(this.payloadLength(n, 'string'));
+    const buf = this.src.buf;
+    let isAscii = true;
+    for (let k = idx; k < idx + n; k++) {
+      if (buf[k] >= 0x80) {
+        isAscii = false;
+        break;
+      }
+    }
+    if (isAscii) return buf.toString('latin1', idx, idx + n);
+    try {
+      return utf8.decode(buf.subarray(idx, idx + n));
+    } catch {
+      this.fail('malformed', 'string is not valid UTF-8');
+    }
+  }
+
+  /** Protocol 0/1 byte strings: Python 3 decodes them as ASCII by default. */
+  private asciiStr(bytes: Uint8Array): string {
+    for (const b of bytes) if (b >= 0x80) this.fail('malformed', 'Python 2 string is not ASCII');
+    return ascii.decode(bytes);
+  }
+
+  private bytes(n: number): Uint8Array {
+    const idx = this.take(this.payloadLength(n, 'bytes object'));
+    // A copy: the window is reused, and a small object must not pin a large buffer.
+    const out = new Uint8Array(n);
+    out.set(this.src.buf.subarray(idx, idx + n));
+    return out;
+  }
+
+  // ---- stack --------------------------------------------------------------------------
+
+  private get fence(): number {
+    return this.marks.length ? this.marks[this.marks.length - 1] : 0;
+  }
+
+  private push(v: PickleValue): void {
+    if (this.stack.length >= this.limits.maxStack) this.fail('limit', `stack deeper than ${this.limits.maxStack} items`);
+    this.stack.push(v);
+  }
+
+  private newContainer<T extends Container>(c: T): T {
+    if (++this.containers > this.limits.maxContainers) {
+      this.fail('limit', `more than ${this.limits.maxContainers} containers`);
+    }
+    return c;
+  }
+
+  private pop(): PickleValue {
+    if (this.stack.length <= this.fence) this.fail('stack-underflow', 'the stack (above the last MARK) is empty');
+    return this.stack.pop()!;
+  }
+
+  private top(): PickleValue {
+    if (this.stack.length <= this.fence) this.fail('stack-underflow', 'the stack (above the last MARK) is empty');
+    return this.stack[this.stack.length - 1];
+  }
+
+  /** Items pushed since the last MARK, removed from the stack, and that MARK dropped. */
+  private popMark(): PickleValue[] {
+    if (!this.marks.length) this.fail('stack-underflow', 'no MARK on the stack');
+    const mark = this.marks.pop()!;
+    return this.stack.splice(mark);
+  }
+
+  /** A container that is about to change: must not have been shared already. */
+  private mutable(target: PickleValue, want: 'list' | 'dict' | 'set'): Container {
+    const ok =
+      (want === 'list' && Array.isArray(target)) ||
+      (want === 'dict' && target instanceof Map) ||
+      (want === 'set' && target instanceof PySet && !target.frozen);
+    if (!ok) this.fail('malformed', `target is ${typeName(target)}, not a ${want}`);
+    const c = target as Container;
+    if (this.shared.has(c)) {
+      this.fail('malformed', `the ${want} was changed after being referenced again (recursive or shared-then-modified value)`);
+    }
+    return c;
+  }
+
+  private share(v: PickleValue): PickleValue {
+    if (isContainer(v)) this.shared.add(v);
+    return v;
+  }
+
+  private key(k: PickleValue): PickleKey {
+    if (!hashable(k)) this.fail('malformed', `dict key of unhashable type ${typeName(k)}`);
+    return k as PickleKey;
+  }
+
+  private setItems(d: PyDict, items: PickleValue[]): void {
+    if (items.length % 2) this.fail('malformed', 'odd number of items (keys and values must pair)');
+    for (let k = 0; k < items.length; k += 2) {
+      if (items[k + 1] === d) this.fail('malformed', 'a dict cannot contain itself');
+      d.set(this.key(items[k]), items[k + 1]);
+    }
+  }
+
+  // ---- opcodes ------------------------------------------------------------------------
+
+  private exec(op: number): void {
+    switch (op) {
+      case Op.PROTO: {
+        const v = this.u8();
+        if (v > HIGHEST_PROTOCOL) this.fail('malformed', `unsupported pickle protocol ${v}`);
+        return;
+      }
+      case Op.FRAME: {
+        const n = this.u64();
+        if (this.frameEnd >= 0) this.fail('malformed', 'a new frame begins before the current frame ends');
+        const here = this.src.base + this.src.i;
+        if (n > this.src.length - here) {
+          this.fail('truncated', `frame of ${n} bytes but only ${this.src.length - here} bytes follow`);
+        }
+        if (n > 0) this.frameEnd = here + n;
+        return;
+      }
+      case Op.MARK:
+        if (this.marks.length >= this.limits.maxStack) this.fail('limit', 'too many open MARKs');
+        this.marks.push(this.stack.length);
+        return;
+      case Op.POP:
+        if (this.stack.length > this.fence) this.stack.pop();
+        else if (this.marks.length) this.marks.pop();
+        else this.fail('stack-underflow', 'nothing to pop');
+        return;
+      case Op.POP_MARK:
+        this.popMark();
+        return;
+      case Op.DUP:
+        this.push(this.share(this.top()));
+        return;
+
+      // ints
+      case Op.INT: {
+        const s = this.line();
+        if (s === '00') return this.push(false);
+        if (s === '01') return this.push(true);
+        return this.push(this.decimal(s));
+      }
+      case Op.LONG: {
+        const s = this.line();
+        return this.push(this.decimal(s.endsWith('L') ? s.slice(0, -1) : s));
+      }
+      case Op.BININT:
+        return this.push(this.i32());
+      case Op.BININT1:
+        return this.push(this.u8());
+      case Op.BININT2:
+        return this.push(this.u16());
+      case Op.LONG1:
+        return this.push(this.long(this.u8()));
+      case Op.LONG4: {
+        const n = this.i32();
+        if (n < 0) this.fail('malformed', `negative byte count ${n}`);
+        return this.push(this.long(n));
+      }
+
+      // floats
+      case Op.FLOAT:
+        return this.push(this.textFloat(this.line()));
+      case Op.BINFLOAT:
+        return this.push(this.f64());
+
+      // singletons
+      case Op.NONE:
+        return this.push(null);
+      case Op.NEWTRUE:
+        return this.push(true);
+      case Op.NEWFALSE:
+        return this.push(false);
+
+      // text
+      case Op.STRING:
+        return this.push(this.asciiStr(this.quoted(this.line())));
+      case Op.BINSTRING:
+        return this.push(this.asciiStr(this.bytes(this.i32())));
+      case Op.SHORT_BINSTRING:
+        return this.push(this.asciiStr(this.bytes(this.u8())));
+      case Op.UNICODE:
+        return this.push(this.rawUnicodeEscape(this.line()));
+      case Op.BINUNICODE:
+        return this.push(this.str(this.u32()));
+      case Op.SHORT_BINUNICODE:
+        return this.push(this.str(this.u8()));
+      case Op.BINUNICODE8:
+        return this.push(this.str(this.u64()));
+
+      // bytes
+      case Op.BINBYTES:
+        return this.push(this.bytes(this.u32()));
+      case Op.SHORT_BINBYTES:
+        return this.push(this.bytes(this.u8()));
+      case Op.BINBYTES8:
+      case Op.BYTEARRAY8:
+        return this.push(this.bytes(this.u64()));
+
+      // containers
+      case Op.EMPTY_LIST:
+        return this.push(this.newContainer([]));
+      case Op.EMPTY_DICT:
+        return this.push(this.newContainer(new Map()));
+      case Op.EMPTY_TUPLE:
+        return this.push(this.newContainer(new PyTuple([])));
+      case Op.EMPTY_SET:
+        return this.push(this.newContainer(new PySet([], false)));
+      case Op.LIST:
+        return this.push(this.newContainer(this.popMark()));
+      case Op.TUPLE:
+        return this.push(this.newContainer(new PyTuple(this.popMark())));
+      case Op.TUPLE1:
+      case Op.TUPLE2:
+      case Op.TUPLE3: {
+        const n = op - Op.TUPLE1 + 1;
+        if (this.stack.length - this.fence < n) this.fail('stack-underflow', `needs ${n} items`);
+        return this.push(this.newContainer(new PyTuple(this.stack.splice(this.stack.length - n))));
+      }
+      case Op.DICT: {
+        const d: PyDict = this.newContainer(new Map());
+        this.setItems(d, this.popMark());
+        return this.push(d);
+      }
+      case Op.FROZENSET: {
+        const items = this.popMark();
+        for (const it of items) this.key(it);
+        return this.push(this.newContainer(new PySet(items, true)));
+      }
+      case Op.APPEND: {
+        const v = this.pop();
+        const list = this.mutable(this.top(), 'list') as PickleValue[];
+        if (v === list) this.fail('malformed', 'a list cannot contain itself');
+        list.push(v);
+        return;
+      }
+      case Op.APPENDS: {
+        const items = this.popMark();
+        const list = this.mutable(this.top(), 'list') as PickleValue[];
+        for (const v of items) {
+          if (v === list) this.fail('malformed', 'a list cannot contain itself');
+          list.push(v);
+        }
+        return;
+      }
+      case Op.SETITEM: {
+        const v = this.pop();
+        const k = this.pop();
+        this.setItems(this.mutable(this.top(), 'dict') as PyDict, [k, v]);
+        return;
+      }
+      case Op.SETITEMS: {
+        const items = this.popMark();
+        this.setItems(this.mutable(this.top(), 'dict') as PyDict, items);
+        return;
+      }
+      case Op.ADDITEMS: {
+        const items = this.popMark();
+        const set = this.mutable(this.top(), 'set') as PySet;
+        for (const v of items) set.items.push(this.key(v) as PickleValue);
+        return;
+      }
+
+      // memo
+      case Op.GET:
+        return this.get(this.memoIndex(this.line()));
+      case Op.BINGET:
+        return this.get(this.u8());
+      case Op.LONG_BINGET:
+        return this.get(this.u32());
+      case Op.PUT:
+        return this.put(this.memoIndex(this.line()));
+      case Op.BINPUT:
+        return this.put(this.u8());
+      case Op.LONG_BINPUT:
+        return this.put(this.u32());
+      case Op.MEMOIZE:
+        return this.put(this.memo.size);
+    }
+    const name = opName(op);
+    const why = name && REFUSED[name];
+    if (why) {
+      this.fail(
+        'refused-opcode',
+        `refused: ${why}. vramlab reads plain data only (dicts, lists, tuples, strings, numbers); this file is not a memory snapshot or was tampered with`,
+      );
+    }
+    this.fail('unknown-opcode', 'not a pickle opcode (damaged file, or not a pickle)');
+  }
+
+  private stop(): PickleValue {
+    const v = this.pop();
+    if (this.stack.length || this.marks.length) {
+      this.fail('malformed', `${this.stack.length} item(s) and ${this.marks.length} MARK(s) left on the stack at STOP`);
+    }
+    const after = this.src.base + this.src.i;
+    if (!this.allowTrailing && after < this.src.length) {
+      this.fail('malformed', `${this.src.length - after} byte(s) of trailing data after STOP`);
+    }
+    checkDepth(v, this.limits.maxDepth, this.shared, (msg) => this.fail('limit', msg));
+    return v;
+  }
+
+  private get(idx: number): void {
+    const v = this.memo.get(idx);
+    if (v === undefined) this.fail('bad-memo', `memo index ${idx} was never stored`);
+    this.push(this.share(v));
+  }
+
+  private put(idx: number): void {
+    if (this.memo.size >= this.limits.maxMemo && !this.memo.has(idx)) {
+      this.fail('limit', `more than ${this.limits.maxMemo} memo entries`);
+    }
+    this.memo.set(idx, this.top());
+  }
+
+  private memoIndex(s: string): number {
+    if (!/^\d{1,15}$/.test(s)) this.fail('malformed', `bad memo index ${JSON.stringify(s.slice(0, 40))}`);
+    return Number(s);
+  }
+
+  // ---- argument decoding --------------------------------------------------------------
+
+  private decimal(s: string): number | bigint {
+    const t = s.trim();
+    if (t.length > this.limits.maxIntBytes) this.fail('limit', `integer of ${t.length} digits`);
+    if (!/^[+-]?\d+$/.test(t)) this.fail('malformed', `bad integer ${JSON.stringify(t.slice(0, 40))}`);
+    return normaliseInt(BigInt(t));
+  }
+
+  /** Little-endian two's complement, as LONG1/LONG4 store it. */
+  private long(n: number): number | bigint {
+    if (n > this.limits.maxIntBytes) this.fail('limit', `integer of ${n} bytes exceeds the ${this.limits.maxIntBytes}-byte limit`);
+    if (n === 0) return 0;
+    const idx = this.take(n);
+    const buf = this.src.buf;
+    if (n <= 6) return buf.readIntLE(idx, n);
+    let v = 0n;
+    for (let k = n - 1; k >= 0; k--) v = (v << 8n) | BigInt(buf[idx + k]);
+    if (buf[idx + n - 1] & 0x80) v -= 1n << BigInt(8 * n);
+    return normaliseInt(v);
+  }
+
+  private textFloat(s: string): number {
+    const t = s.trim();
+    const low = t.toLowerCase();
+    if (low === 'nan' || low === '+nan' || low === '-nan') return NaN;
+    if (low === 'inf' || low === '+inf' || low === 'infinity') return Infinity;
+    if (low === '-inf' || low === '-infinity') return -Infinity;
+    if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t)) this.fail('malformed', `bad float ${JSON.stringify(t.slice(0, 40))}`);
+    return Number(t);
+  }
+
+  /** STRING's argument: a quoted Python 2 repr with backslash escapes. */
+  private quoted(s: string): Uint8Array {
+    if (s.length < 2 || s[0] !== s[s.length - 1] || (s[0] !== "'" && s[0] !== '"')) {
+      this.fail('malformed', 'the STRING argument must be quoted');
+    }
+    const body = s.slice(1, -1);
+    const out: number[] = [];
+    for (let k = 0; k < body.length; k++) {
+      const c = body.charCodeAt(k);
+      if (c !== 0x5c) {
+        out.push(c & 0xff);
+        continue;
+      }
+      const e = body[++k];
+      if (e === undefined) this.fail('malformed', 'trailing backslash in STRING');
+      if (e in ESCAPES) {
+        if (ESCAPES[e] >= 0) out.push(ESCAPES[e]);
+      } else if (e === 'x') {
+        const h = body.slice(k + 1, k + 3);
+        if (!/^[0-9a-fA-F]{2}$/.test(h)) this.fail('malformed', 'bad \\x escape in STRING');
+        out.push(parseInt(h, 16));
+        k += 2;
+      } else if (/[0-7]/.test(e)) {
+        let oct = e;
+        while (oct.length < 3 && /[0-7]/.test(body[k + 1] ?? '')) oct += body[++k];
+        out.push(parseInt(oct, 8) & 0xff);
+      } else {
+        out.push(0x5c, e.charCodeAt(0) & 0xff);
+      }
+    }
+    return Uint8Array.from(out);
+  }
+
+  /** UNICODE's argument: latin-1 text where \uXXXX and \UXXXXXXXX stand for code points. */
+  private rawUnicodeEscape(s: string): string {
+    return s.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})/g, (_m, hex: string) => {
+      const cp = parseInt(hex.slice(1), 16);
+      if (cp > 0x10ffff) this.fail('malformed', `code point \\U${hex.slice(1)} is out of range`);
+      return String.fromCodePoint(cp);
+    });
+  }
+}
+
+function typeName(v: PickleValue): string {
+  if (v === null) return 'None';
+  if (Array.isArray(v)) return 'a list';
+  if (v instanceof Map) return 'a dict';
+  if (v instanceof PyTuple) return 'a tuple';
+  if (v instanceof PySet) return v.frozen ? 'a frozenset' : 'a set';
+  if (v instanceof Uint8Array) return 'bytes';
+  return typeof v === 'string' ? 'a str' : typeof v;
+}
+
+function hashable(v: PickleValue): boolean {
+  if (Array.isArray(v) || v instanceof Map || (v instanceof PySet && !v.frozen) || v instanceof Uint8Array) {
+    // bytes are hashable in Python, but a Uint8Array key would compare by identity here.
+    return false;
+  }
+  if (v instanceof PyTuple) return v.items.every(hashable);
+  return true;
+}
+
+/**
+ * Depth of the (acyclic) result, walked without recursion. Shared containers are measured
+ * once, so a small file of nested shared references cannot make this walk explode.
+ */
+function checkDepth(root: PickleValue, maxDepth: number, shared: Set<Container>, fail: (msg: string) => never): void {
+  if (!isContainer(root)) return;
+  const known = new Map<Container, number>(); // depth below each shared container
+  // Frames: [container, children, next child index, deepest child so far, depth from root]
+  type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number };
+  const kidsOf = (c: Container): readonly PickleValue[] =>
+    Array.isArray(c) ? c : c instanceof Map ? [...c.values()] : c.items;
+  const stack: F[] = [{ c: root, kids: kidsOf(root), k: 0, below: 0, level: 1 }];
+  while (stack.length) {
+    const f = stack[stack.length - 1];
+    if (f.k < f.kids.length) {
+      const kid = f.kids[f.k++];
+      if (!isContainer(kid)) continue;
+      const seen = known.get(kid);
+      if (seen !== undefined) {
+        if (f.level + seen > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
+        f.below = Math.max(f.below, seen);
+        continue;
+      }
+      if (f.level + 1 > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
+      stack.push({ c: kid, kids: kidsOf(kid), k: 0, below: 0, level: f.level + 1 });
+      continue;
+    }
+    stack.pop();
+    const depth = f.below + 1;
+    if (shared.has(f.c)) known.set(f.c, depth);
+    if (stack.length) {
+      const parent = stack[stack.length - 1];
+      parent.below = Math.max(parent.below, depth);
+    }
+  }
+}

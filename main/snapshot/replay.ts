@@ -1,0 +1,205 @@
+// What-if replay: a snapshot's alloc/free sequence through vramlab's native caching
+// allocator under chosen settings and capacity, with the outcome in PyTorch's terms.
+import { loadAddon } from '../addon/load';
+import type { NativeAddon } from '../addon/types';
+import { allocConfFromSettings } from './alloc_conf';
+import { topFrames } from './frames';
+import type { Snapshot } from './model';
+import { snapshotToReplay, type ReplayTrace } from './to_replay';
+
+export interface ReplayOptions {
+  /** PYTORCH_CUDA_ALLOC_CONF; undefined: the snapshot's own settings. */
+  allocConf?: string;
+  /** Device memory cap in bytes; null/undefined: the simulated device's full memory. */
+  capacity?: number | null;
+  /** Simulated device preset the allocator runs on (default: the binding's default). */
+  deviceId?: string;
+}
+
+export interface FirstOom {
+  /** Index of the failed op in the replay arrays. */
+  opIndex: number;
+  /** Index of the snapshot trace event it replays (-1: an allocation from before the trace). */
+  eventIndex: number;
+  /** Bytes that allocation requested. */
+  size: number;
+  /** PyTorch's OutOfMemoryError text, as the replayed allocator produced it. */
+  message: string;
+  /** The allocation's stack, most relevant frames first. */
+  frames: string[];
+}
+
+export interface ReplayOutcome {
+  allocConf: string;
+  capacity: number | null;
+  peakAllocated: number;
+  peakReserved: number;
+  numDeviceAlloc: number;
+  numDeviceFree: number;
+  numOoms: number;
+  numAllocRetries: number;
+  /** Reserved but unallocated bytes when reserved peaked (null if the binding gave no history). */
+  unallocatedAtPeak: number | null;
+  firstOom: FirstOom | null;
+}
+
+/** Options and result of the addon's replayAllocator (native/addon/allocator_binding.cpp). */
+export interface NativeReplayOptions {
+  settings?: string;
+  capacity?: number;
+  device?: string;
+  history?: boolean;
+  historyMax?: number;
+  /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
+  segmentAddresses?: Float64Array;
+}
+
+/** One event of the replayed allocator's history (native/allocator/history.h). */
+export interface NativeHistoryEvent {
+  action: string; // alloc, free, segment_alloc, segment_free, segment_map, segment_unmap, oom, empty_cache
+  address: number;
+  size: number;
+  blockSize?: number;
+  stream?: number;
+  timeNs?: number;
+  context?: string;
+}
+
+export interface NativeReplayResult {
+  peakAllocated: number;
+  peakReserved: number;
+  numDeviceAlloc: number;
+  numDeviceFree: number;
+  numOoms: number;
+  numAllocRetries?: number;
+  firstOom: { index: number; message: string } | null;
+  history?: NativeHistoryEvent[];
+}
+
+export type ReplayFn = (
+  ops: Uint8Array,
+  sizes: BigUint64Array | Float64Array,
+  ids: Uint32Array,
+  streams: Uint32Array,
+  options: NativeReplayOptions,
+) => NativeReplayResult;
+
+/** The addon's replay function, or a clear error naming what is missing. */
+export function nativeReplay(addon: NativeAddon = loadAddon()): ReplayFn {
+  const fn = addon.replayAllocator;
+  if (typeof fn !== 'function') {
+    throw new Error("this build of vramlab's native addon has no replayAllocator(); rebuild it (npm run build:native)");
+  }
+  return fn.bind(addon) as ReplayFn;
+}
+
+export function hasNativeReplay(addon?: NativeAddon): boolean {
+  try {
+    return typeof (addon ?? loadAddon()).replayAllocator === 'function';
+  } catch {
+    return false;
+  }
+}
+
+export interface Replayer {
+  trace: ReplayTrace;
+  /** The snapshot's own settings as a PYTORCH_CUDA_ALLOC_CONF string. */
+  ownConf: string;
+  run(options?: ReplayOptions): ReplayOutcome;
+  /** The same replay, returning the allocator's raw history as well. */
+  runWithHistory(options?: ReplayOptions): { outcome: ReplayOutcome; history: NativeHistoryEvent[] };
+}
+
+/** Prepare a snapshot once, then replay it under as many settings as wanted. */
+export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeReplay()): Replayer {
+  const trace = snapshotToReplay(s, device);
+  const ownConf = allocConfFromSettings(s.allocatorSettings);
+  const events = s.deviceTraces[device] ?? [];
+  const self: Replayer = {
+    trace,
+    ownConf,
+    run: (options = {}) => self.runWithHistory(options).outcome,
+    runWithHistory(options = {}) {
+      const allocConf = options.allocConf ?? ownConf;
+      const capacity = options.capacity ?? null;
+      const r = replay(trace.ops, trace.sizes, trace.ids, trace.streams, {
+        settings: allocConf,
+        ...(capacity !== null ? { capacity } : {}),
+        ...(options.deviceId ? { device: options.deviceId } : {}),
+        history: true,
+        historyMax: Math.max(1 << 20, trace.count * 4),
+        segmentAddresses: trace.segmentAddresses,
+      });
+      let firstOom: FirstOom | null = null;
+      if (r.firstOom) {
+        const op = r.firstOom.index;
+        const ev = trace.eventIndex[op];
+        firstOom = {
+          opIndex: op,
+          eventIndex: ev,
+          size: Number(trace.sizes[op]),
+          message: r.firstOom.message,
+          frames: ev >= 0 ? topFrames(events[ev].frames) : [],
+        };
+      }
+      const outcome: ReplayOutcome = {
+        allocConf,
+        capacity,
+        peakAllocated: r.peakAllocated,
+        peakReserved: r.peakReserved,
+        numDeviceAlloc: r.numDeviceAlloc,
+        numDeviceFree: r.numDeviceFree,
+        numOoms: r.numOoms,
+        numAllocRetries: r.numAllocRetries ?? 0,
+        unallocatedAtPeak: r.history ? unallocatedAtPeak(r.history) : null,
+        firstOom,
+      };
+      return { outcome, history: r.history ?? [] };
+    },
+  };
+  return self;
+}
+
+/**
+ * Walks the replayed allocator's own history to the moment reserved memory peaked, taken
+ * right after the allocation that drove it there (the segment event comes first).
+ */
+function unallocatedAtPeak(history: NonNullable<NativeReplayResult['history']>): number {
+  let allocated = 0;
+  let reserved = 0;
+  let peak = -1;
+  let gap = 0;
+  let pending = false;
+  for (const e of history) {
+    const blk = e.blockSize ?? e.size;
+    switch (e.action) {
+      case 'alloc':
+        allocated += blk;
+        if (pending) gap = reserved - allocated;
+        pending = false;
+        break;
+      case 'free':
+      case 'free_completed':
+        allocated -= blk;
+        pending = false;
+        break;
+      case 'segment_alloc':
+      case 'segment_map':
+        reserved += e.size;
+        break;
+      case 'segment_free':
+      case 'segment_unmap':
+        reserved -= e.size;
+        pending = false;
+        break;
+      default:
+        break;
+    }
+    if (reserved > peak) {
+      peak = reserved;
+      gap = reserved - allocated;
+      pending = true;
+    }
+  }
+  return gap;
+}

@@ -1,0 +1,178 @@
+// A snapshot's trace as the op arrays the native replay takes (native/allocator/replay.h):
+// alloc at each 'alloc' event with the size the caller requested (PyTorch records
+// orig_size), free at each 'free_completed' (when the block really returned to the
+// allocator; free_requested only marks a record_stream wait), and one empty_cache per
+// burst of segment_free/segment_unmap events that the user's empty_cache() caused.
+// Bursts the allocator made itself (cudaMalloc retry after OOM, garbage collection) are
+// not replayed: the replayed allocator makes its own under the chosen capacity.
+import { rebuildInitialState } from './import';
+import type { Frames, Snapshot, TraceEvent } from './model';
+
+export const REPLAY_ALLOC = 0;
+export const REPLAY_FREE = 1;
+export const REPLAY_EMPTY_CACHE = 2;
+
+export interface ReplayTrace {
+  device: number;
+  count: number;
+  ops: Uint8Array;
+  /** Bytes requested (alloc ops; 0 otherwise). */
+  sizes: BigUint64Array;
+  /** Allocation id: the alloc op's id again on its free. 0 on empty_cache ops. */
+  ids: Uint32Array;
+  /** Dense stream index (0 = the default stream); see streamValues. */
+  streams: Uint32Array;
+  /** Trace event each op came from; -1 for allocations alive before the trace began. */
+  eventIndex: Int32Array;
+  /** Original stream handle for each dense index. */
+  streamValues: number[];
+  /** Allocations re-created at the start because the trace began late. */
+  initialAllocs: number;
+  lateStart: boolean;
+  emptyCacheCalls: number;
+  /** segment_free bursts judged allocator-internal (OOM retry, GC): not replayed. */
+  internalReleases: number;
+  /** free_completed events whose allocation is unknown (damaged trace): skipped. */
+  unmatchedFrees: number;
+  /** Indices of the trace's own 'oom' events. */
+  recordedOoms: number[];
+  /**
+   * Addresses the recorded cudaMallocs returned, in order (segments alive before a late
+   * trace first): the simulated device hands them out again so best-fit ties break alike.
+   */
+  segmentAddresses: Float64Array;
+}
+
+const EMPTY_CACHE_FRAME = /emptyCache|empty_cache/;
+
+/** How a burst of segment frees came about. */
+export function classifyRelease(
+  events: readonly TraceEvent[],
+  start: number,
+): { kind: 'empty_cache' | 'internal'; end: number } {
+  let end = start;
+  while (end < events.length && (events[end].action === 'segment_free' || events[end].action === 'segment_unmap')) end++;
+  const framed = events.slice(start, end).filter((e) => e.frames.length > 0);
+  if (framed.length) {
+    // With stacks recorded, the caller says it: emptyCache in the stack, or the allocator's malloc.
+    return { kind: framed.some((e) => hasFrame(e.frames, EMPTY_CACHE_FRAME)) ? 'empty_cache' : 'internal', end };
+  }
+  // Without stacks: an allocator-internal release frees cache to make room for the very
+  // next segment, so a segment_alloc/map follows before any allocation is handed out.
+  for (let i = end; i < events.length; i++) {
+    const a = events[i].action;
+    if (a === 'segment_alloc' || a === 'segment_map') return { kind: 'internal', end };
+    if (a === 'alloc' || a === 'free_completed' || a === 'free_requested') break;
+  }
+  return { kind: 'empty_cache', end };
+}
+
+function hasFrame(frames: Frames, re: RegExp): boolean {
+  return frames.some((f) => re.test(f.name));
+}
+
+export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
+  const events = s.deviceTraces[device] ?? [];
+  const initial = rebuildInitialState(s, device);
+  // An alloc at a still-live address (a lost free) takes two ops.
+  const cap = 2 * events.length + initial.blocks.length + 1;
+  const ops = new Uint8Array(cap);
+  const sizes = new BigUint64Array(cap);
+  const ids = new Uint32Array(cap);
+  const streams = new Uint32Array(cap);
+  const eventIndex = new Int32Array(cap);
+  const streamIdx = new Map<number, number>([[0, 0]]);
+  const streamValues = [0];
+  const stream = (v: number) => {
+    let i = streamIdx.get(v);
+    if (i === undefined) {
+      i = streamValues.length;
+      streamIdx.set(v, i);
+      streamValues.push(v);
+    }
+    return i;
+  };
+
+  let n = 0;
+  let nextId = 1;
+  const live = new Map<number, number>(); // address -> id
+  const push = (op: number, size: number, id: number, st: number, ev: number) => {
+    ops[n] = op;
+    sizes[n] = BigInt(size);
+    ids[n] = id;
+    streams[n] = st;
+    eventIndex[n] = ev;
+    n++;
+  };
+  const alloc = (addr: number, size: number, st: number, ev: number) => {
+    const old = live.get(addr);
+    if (old !== undefined) push(REPLAY_FREE, 0, old, 0, ev); // a lost free (damaged trace): keep ids unique
+    const id = nextId++;
+    live.set(addr, id);
+    push(REPLAY_ALLOC, size, id, stream(st), ev);
+  };
+
+  for (const b of initial.blocks) alloc(b.address, b.requestedSize, b.stream, -1);
+  const initialAllocs = n;
+
+  let emptyCacheCalls = 0;
+  let internalReleases = 0;
+  let unmatchedFrees = 0;
+  const recordedOoms: number[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    switch (e.action) {
+      case 'alloc':
+        alloc(e.addr, e.size, e.stream, i);
+        break;
+      case 'free_completed': {
+        const id = live.get(e.addr);
+        if (id === undefined) {
+          unmatchedFrees++;
+          break;
+        }
+        live.delete(e.addr);
+        push(REPLAY_FREE, 0, id, stream(e.stream), i);
+        break;
+      }
+      case 'segment_free':
+      case 'segment_unmap': {
+        const { kind, end } = classifyRelease(events, i);
+        if (kind === 'empty_cache') {
+          push(REPLAY_EMPTY_CACHE, 0, 0, 0, i);
+          emptyCacheCalls++;
+        } else {
+          internalReleases++;
+        }
+        i = end - 1;
+        break;
+      }
+      case 'oom':
+        recordedOoms.push(i);
+        break;
+      default:
+        break;
+    }
+  }
+  const segmentAddresses = Float64Array.from([
+    ...initial.segments.map((g) => g.address),
+    ...events.filter((e) => e.action === 'segment_alloc').map((e) => e.addr),
+  ]);
+  return {
+    device,
+    count: n,
+    segmentAddresses,
+    ops: ops.subarray(0, n),
+    sizes: sizes.subarray(0, n),
+    ids: ids.subarray(0, n),
+    streams: streams.subarray(0, n),
+    eventIndex: eventIndex.subarray(0, n),
+    streamValues,
+    initialAllocs,
+    lateStart: initial.lateStart,
+    emptyCacheCalls,
+    internalReleases,
+    unmatchedFrees,
+    recordedOoms,
+  };
+}

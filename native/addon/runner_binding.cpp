@@ -1,0 +1,269 @@
+// startRun(job, onWake) -> { cancel(), drain() }: runs a job on its own thread. The
+// worker wakes JS through one ThreadSafeFunction, at most once per drain (a latch), and
+// the wake-up only calls `onWake`, which is cheap; JS then pulls the events with drain()
+// from a later turn of its event loop. So however fast a job reports, the loop gets a
+// turn between batches, and the job waits (backpressure) while JS is behind.
+//
+// Lifetime: RunState is shared by the TSFN (until its finalizer) and the handle's
+// functions (until they are collected). The TSFN's one thread slot belongs to the
+// worker thread, which releases it as its last act; the finalizer joins the thread.
+#include <memory>
+#include <optional>
+#include <variant>
+
+#include "addon/bindings.h"
+#include "runner/job_spec.h"
+#include "runner/worker.h"
+
+namespace vramlab::addon {
+
+namespace {
+
+using namespace vramlab::runner;
+
+// ---- job spec from JS -------------------------------------------------------------
+
+class SpecReader {
+ public:
+  explicit SpecReader(Napi::Object o) : o_(o) {}
+
+  void str(const char* key, std::string& out) {
+    auto v = o_.Get(key);
+    if (v.IsUndefined() || v.IsNull()) return;
+    if (!v.IsString()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a string");
+    out = v.As<Napi::String>().Utf8Value();
+  }
+  void num(const char* key, double& out) {
+    auto v = o_.Get(key);
+    if (v.IsUndefined() || v.IsNull()) return;
+    if (!v.IsNumber()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a number");
+    out = v.As<Napi::Number>().DoubleValue();
+  }
+  void i64(const char* key, int64_t& out) {
+    double d = double(out);
+    num(key, d);
+    if (!(d >= -9.0e15 && d <= 9.0e15) || d != double(int64_t(d)))
+      throw Napi::RangeError::New(o_.Env(), std::string("job.") + key + " must be an integer");
+    out = int64_t(d);
+  }
+  void flag(const char* key, bool& out) {
+    auto v = o_.Get(key);
+    if (v.IsUndefined() || v.IsNull()) return;
+    if (!v.IsBoolean()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a boolean");
+    out = v.As<Napi::Boolean>().Value();
+  }
+
+ private:
+  Napi::Object o_;
+};
+
+JobSpec readSpec(Napi::Object o) {
+  JobSpec s;
+  SpecReader r(o);
+  r.str("kind", s.kind);
+  r.str("model", s.model);
+  r.i64("in", s.in);
+  r.i64("hidden", s.hidden);
+  r.i64("out", s.out);
+  r.i64("dim", s.dim);
+  r.i64("depth", s.depth);
+  r.i64("batch", s.batch);
+  r.i64("iterations", s.iterations);
+  r.i64("accum", s.accum);
+  r.str("checkpoint", s.checkpoint);
+  r.i64("checkpoint_every", s.checkpoint_every);
+  r.str("precision", s.precision);
+  r.str("optimizer", s.optimizer);
+  r.num("lr", s.lr);
+  r.num("momentum", s.momentum);
+  r.num("weight_decay", s.weight_decay);
+  r.flag("foreach", s.foreach);
+  r.flag("set_to_none", s.set_to_none);
+  r.str("mode", s.mode);
+  r.flag("keep_loss_graph", s.keep_loss_graph);
+  r.str("loss", s.loss);
+  r.str("alloc_conf", s.alloc_conf);
+  r.str("device", s.device);
+  r.i64("capacity", s.capacity);
+  r.flag("history", s.history);
+  r.i64("sample_every", s.sample_every);
+  r.i64("steps", s.steps);
+  r.num("step_ms", s.step_ms);
+  r.i64("oom_at", s.oom_at);
+  r.i64("throw_at", s.throw_at);
+  return s;
+}
+
+// ---- events and outcome to JS -----------------------------------------------------
+
+Napi::Array categoriesToJs(Napi::Env env, const CategoryBytes& by) {
+  auto a = Napi::Array::New(env, by.size());
+  for (size_t i = 0; i < by.size(); ++i) a.Set(uint32_t(i), double(by[i]));
+  return a;
+}
+
+Napi::Object batchToJs(Napi::Env env, EventBatch&& b) {
+  auto samples = Napi::Array::New(env);
+  auto events = Napi::Array::New(env);
+  uint32_t ns = 0, ne = 0;
+  for (auto& ev : b.events) {
+    if (auto* s = std::get_if<Sample>(&ev)) {
+      auto o = Napi::Object::New(env);
+      o.Set("t", s->t_ms);
+      o.Set("allocated", double(s->allocated));
+      o.Set("reserved", double(s->reserved));
+      o.Set("active", double(s->active));
+      o.Set("requested", double(s->requested));
+      o.Set("by", categoriesToJs(env, s->by));
+      samples.Set(ns++, o);
+    } else if (auto* p = std::get_if<Phase>(&ev)) {
+      auto o = Napi::Object::New(env);
+      o.Set("type", "phase");
+      o.Set("t", p->t_ms);
+      o.Set("edge", p->begin ? "begin" : "end");
+      o.Set("name", p->name);
+      o.Set("iteration", double(p->iteration));
+      o.Set("micro_batch", double(p->micro_batch));
+      o.Set("module", p->module);
+      events.Set(ne++, o);
+    } else if (auto* a = std::get_if<AllocEvent>(&ev)) {
+      auto o = Napi::Object::New(env);
+      o.Set("type", "alloc");
+      o.Set("t", a->t_ms);
+      o.Set("action", a->action);
+      o.Set("addr", double(a->addr));
+      o.Set("size", double(a->size));
+      o.Set("category", double(a->category));
+      o.Set("module", a->module);
+      events.Set(ne++, o);
+    }
+  }
+  auto o = Napi::Object::New(env);
+  o.Set("samples", samples);
+  o.Set("events", events);
+  o.Set("dropped", double(b.dropped));
+  return o;
+}
+
+Napi::Object outcomeToJs(Napi::Env env, const Outcome& out) {
+  auto o = Napi::Object::New(env);
+  o.Set("status", status_name(out.status));
+  o.Set("error", out.error.empty() ? env.Null() : Napi::String::New(env, out.error));
+  o.Set("duration_ms", out.duration_ms);
+  const JobResult& r = out.result;
+  // An array of pairs keeps the protocol's order (it0_..., it1_...) exactly.
+  auto readings = Napi::Array::New(env, r.readings.size());
+  for (size_t i = 0; i < r.readings.size(); ++i) {
+    auto pair = Napi::Array::New(env, 2);
+    pair.Set(uint32_t(0), r.readings[i].first);
+    pair.Set(uint32_t(1), double(r.readings[i].second));
+    readings.Set(uint32_t(i), pair);
+  }
+  o.Set("readings", readings);
+  o.Set("baseline", double(r.baseline));
+  o.Set("peak_allocated", double(r.peak_allocated));
+  o.Set("peak_reserved", double(r.peak_reserved));
+  o.Set("sim_time_ms", r.sim_time_ms < 0 ? env.Null() : Napi::Number::New(env, r.sim_time_ms));
+  if (r.oom) {
+    auto m = Napi::Object::New(env);
+    m.Set("message", r.oom->message);
+    m.Set("requested", double(r.oom->requested));
+    m.Set("allocated", double(r.oom->allocated));
+    m.Set("reserved", double(r.oom->reserved));
+    m.Set("capacity", double(r.oom->capacity));
+    m.Set("by", categoriesToJs(env, r.oom->by));
+    m.Set("phase", r.oom->phase);
+    m.Set("module", r.oom->module);
+    m.Set("iteration", double(r.oom->iteration));
+    o.Set("oom", m);
+  } else {
+    o.Set("oom", env.Null());
+  }
+  return o;
+}
+
+// ---- the run ----------------------------------------------------------------------
+
+struct RunState {
+  std::unique_ptr<RunWorker> worker;
+  Napi::ThreadSafeFunction tsfn;
+  bool done_delivered = false;
+};
+
+// drain(): every queued event (at most the worker's cap) and, once the job has ended,
+// its outcome (exactly once; null before and after).
+Napi::Value Drain(Napi::Env env, RunState& st) {
+  // The outcome is read first: once it is set the job has returned, so the drain below
+  // takes every event it ever queued and the outcome can follow them.
+  auto out = st.done_delivered ? std::nullopt : st.worker->outcome();
+  Napi::Object o = batchToJs(env, st.worker->drain());
+  if (out) {
+    st.done_delivered = true;
+    o.Set("outcome", outcomeToJs(env, *out));
+  } else {
+    o.Set("outcome", env.Null());
+  }
+  return o;
+}
+
+Napi::Value StartRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
+    throw Napi::TypeError::New(env, "startRun(job, onWake): job must be an object and onWake a function");
+  JobSpec spec = readSpec(info[0].As<Napi::Object>());
+  std::unique_ptr<Job> job;
+  try {
+    job = make_job(spec);  // throws for a spec it cannot run: nothing has started
+  } catch (const std::exception& e) {
+    // The build defines NAPI_CPP_EXCEPTIONS but not ..._ALL: std exceptions must become
+    // Napi::Error here or they would terminate the process.
+    throw Napi::Error::New(env, e.what());
+  }
+
+  auto st = std::make_shared<RunState>();
+  auto* ctx_ref = new std::shared_ptr<RunState>(st);
+  st->tsfn = Napi::ThreadSafeFunction::New(
+      env, info[1].As<Napi::Function>(), "vramlab.run", 0, 1, ctx_ref,
+      [](Napi::Env, std::shared_ptr<RunState>* ref) {
+        // Normally the job has ended; at environment teardown it may not have: stop it.
+        (*ref)->worker->cancel();
+        (*ref)->worker->join();
+        delete ref;
+      });
+  auto tsfn = st->tsfn;  // copies share the one underlying TSFN
+  auto notify = [tsfn]() mutable {
+    tsfn.NonBlockingCall([](Napi::Env e, Napi::Function on_wake) {
+      if (e != nullptr) on_wake.Call({});
+    });
+  };
+  auto on_exit = [tsfn]() mutable { tsfn.Release(); };
+  st->worker = std::make_unique<RunWorker>(std::move(job), notify, on_exit);
+  try {
+    st->worker->start();
+  } catch (const std::exception& e) {
+    st->tsfn.Release();  // no thread: give back its slot; the finalizer cleans up
+    throw Napi::Error::New(env, std::string("cannot start the run thread: ") + e.what());
+  }
+
+  auto handle = Napi::Object::New(env);
+  handle.Set("cancel", Napi::Function::New(env, [st](const Napi::CallbackInfo& ci) -> Napi::Value {
+               st->worker->cancel();
+               return ci.Env().Undefined();
+             }, "cancel"));
+  handle.Set("drain", Napi::Function::New(env, [st](const Napi::CallbackInfo& ci) -> Napi::Value {
+               return Drain(ci.Env(), *st);
+             }, "drain"));
+  return handle;
+}
+
+}  // namespace
+
+void registerRunner(Napi::Env env, Napi::Object exports) {
+  exports.Set("startRun", Napi::Function::New(env, StartRun, "startRun"));
+  auto kinds = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (const auto& k : available_job_kinds()) kinds.Set(n++, k);
+  exports.Set("runnerJobs", kinds);
+}
+
+}  // namespace vramlab::addon

@@ -1,0 +1,18 @@
+#pragma once
+// The backward pass: runs the graph in PyTorch's order (a ready queue keyed by
+// sequence number, leaf accumulators first), frees each saved tensor right after
+// its node ran and each incoming gradient once consumed.
+#include <cstdint>
+
+#include "engine/autograd/node.h"
+
+namespace vramlab::engine {
+
+void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool retain_graph,
+                  bool create_graph = false);
+
+// Id of the backward pass running on this thread (0 outside backward); checkpoint
+// recomputation is keyed by it like PyTorch's _current_graph_task_id().
+uint64_t current_graph_task_id();
+
+}  // namespace vramlab::engine

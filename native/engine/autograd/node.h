@@ -1,0 +1,115 @@
+#pragma once
+// Autograd graph: nodes (one per differentiable op, named as in PyTorch's
+// derivatives.yaml), edges, saved variables with version checks, and the leaf
+// gradient accumulator.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace vramlab::engine {
+
+using TensorList = std::vector<Tensor>;
+
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// Shape and dtype of a forward output: the engine sums/casts incoming gradients to it.
+struct InputMetadata {
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
+// Saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks): checkpointing packs
+// saved tensors into holders instead of keeping them.
+struct SavedTensorHooks {
+  std::function<std::shared_ptr<void>(const Tensor&)> pack;
+  std::function<Tensor(const std::shared_ptr<void>&)> unpack;
+};
+// Thread-local stack; SavedVariable uses the top one.
+void push_saved_tensor_hooks(std::shared_ptr<SavedTensorHooks> h);
+void pop_saved_tensor_hooks();
+std::shared_ptr<SavedTensorHooks> top_saved_tensor_hooks();
+
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  // is_output: the tensor is an output of the node saving it (kept without grad_fn so
+  // the node does not own itself).
+  SavedVariable(const Tensor& t, bool is_output);
+  Tensor unpack(const Node* owner) const;
+  void reset_data();
+  bool defined() const { return was_defined_; }
+
+ private:
+  Tensor data_;
+  std::shared_ptr<void> packed_;
+  std::shared_ptr<SavedTensorHooks> hooks_;
+  uint32_t saved_version_ = 0;
+  uint32_t output_nr_ = 0;
+  std::string grad_fn_name_;  // producer of the saved tensor (for the version error)
+  bool is_output_ = false, was_defined_ = false, released_ = false, is_leaf_ = false;
+  bool requires_grad_ = false;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  explicit Node(uint64_t sequence_nr) : seq_(sequence_nr) {}
+  virtual ~Node() = default;
+  virtual std::string name() const = 0;
+  // grads[i] is the gradient of forward output i (may be undefined).
+  virtual TensorList apply(TensorList& grads) = 0;
+  virtual void release_variables() {}
+
+  uint64_t sequence_nr() const { return seq_; }
+  std::vector<Edge>& next_edges() { return next_; }
+  const std::vector<Edge>& next_edges() const { return next_; }
+  bool should_compute_output(size_t i) const { return i < next_.size() && next_[i].valid(); }
+  uint32_t add_input_metadata(const Tensor& t);
+  const InputMetadata& input_metadata(size_t i) const { return inputs_[i]; }
+  size_t num_inputs() const { return inputs_.size(); }
+
+ protected:
+  uint64_t seq_;
+  std::vector<Edge> next_;
+  std::vector<InputMetadata> inputs_;
+};
+
+// Gradient sink of a leaf tensor: steals the incoming buffer on first use when
+// nothing else references it and it obeys the parameter's layout; adds in place after.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(const Tensor& variable);
+  std::string name() const override { return "torch::autograd::AccumulateGrad"; }
+  TensorList apply(TensorList& grads) override;
+  std::weak_ptr<TensorImpl> variable;
+};
+
+class GraphRoot : public Node {
+ public:
+  GraphRoot(std::vector<Edge> roots, TensorList grads);
+  std::string name() const override { return "GraphRoot"; }
+  TensorList apply(TensorList&) override { return grads_; }
+
+ private:
+  TensorList grads_;
+};
+
+// Wires a new node into the graph: next edges from the inputs that require grad.
+Edge gradient_edge(const Tensor& t);
+bool any_requires_grad(std::initializer_list<const Tensor*> ts);
+void collect_next_edges(Node& n, std::initializer_list<const Tensor*> inputs);
+// Makes `out` the output of `fn` (output number = order of calls).
+void set_history(Tensor& out, const std::shared_ptr<Node>& fn);
+
+uint64_t next_sequence_nr();
+bool obeys_layout_contract(const Tensor& grad, const Tensor& variable);
+
+}  // namespace vramlab::engine

@@ -1,0 +1,96 @@
+#pragma once
+// The one op interface the three backends implement: cpu (reference kernels, float64
+// capable), sim (shapes only, a time model) and cuda (our kernels + cuBLAS).
+// Every kernel writes `out`; inputs arrive already broadcast to out's shape (stride 0
+// on broadcast dims) and may have other dtypes than out (computed in out's type).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+#include "engine/core/tensor.h"
+
+namespace vramlab::engine {
+
+enum class UnaryOp : uint8_t {
+  Copy, Neg, Relu, Gelu, GeluTanh, Sqrt, Exp, Log, Abs, Square, Reciprocal,
+  AddScalar, MulScalar, DivScalar, RSubScalar, PowScalar
+};
+enum class BinaryOp : uint8_t {
+  Add,                // a + s*b
+  Sub,                // a - s*b
+  Mul, Div,
+  ThresholdBackward,  // b > 0 ? a : 0   (a = grad, b = relu result)
+  GeluBackward,       // a * gelu'(b)    (a = grad, b = input)
+  GeluTanhBackward,
+  SqDiff,             // (a-b)^2
+  Lerp,               // a + s*(b-a)
+  Maximum
+};
+enum class TernaryOp : uint8_t {
+  Addcmul,      // a + s*b*c
+  Addcdiv,      // a + s*b/c
+  MseBackward   // s*(a-b)*c        (a = input, b = target, c = grad)
+};
+
+const char* unary_op_name(UnaryOp op);
+const char* binary_op_name(BinaryOp op);
+
+// One step of torch's _multi_tensor_adam over parallel lists (same length, tensor i of
+// every list has param i's shape). Per tensor, in the foreach path's order of ops:
+//   exp_avg.lerp_(grad, 1-beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1-beta2)
+//   denom = sqrt(exp_avg_sq) / bias_correction2_sqrt[i] + eps
+//   param.addcdiv_(exp_avg, denom, step_size[i])          (step_size = -lr / bc1)
+// `denom` are outputs the caller allocated (torch allocates the _foreach_sqrt results),
+// so memory readings do not depend on whether a backend fuses the arithmetic.
+struct AdamForeachArgs {
+  std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs, denoms;
+  std::vector<double> bias_correction2_sqrt, step_size;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual bool has_data() const = 0;
+  // Whether the backend stands for a CUDA GPU (cuBLAS workspaces are modelled).
+  virtual bool models_cuda() const = 0;
+  // Attach data memory to a freshly allocated storage (host buffer or device pointer).
+  virtual void attach_data(Storage& s) = 0;
+
+  virtual void fill(const Tensor& out, double v) = 0;
+  virtual void random_normal(const Tensor& out, double mean, double std, uint64_t seed) = 0;
+  virtual void random_uniform(const Tensor& out, double lo, double hi, uint64_t seed) = 0;
+  virtual void unary(UnaryOp op, const Tensor& out, const Tensor& a, double s) = 0;
+  virtual void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double s) = 0;
+  virtual void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                       double s) = 0;
+  // out has in's rank, size 1 on reduced dims.
+  virtual void sum_reduce(const Tensor& out, const Tensor& in) = 0;
+  // out[m,n] = a[m,k] @ b[k,n] (+ bias[n]); any strides.
+  virtual void gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias, bool tf32) = 0;
+  virtual void log_softmax(const Tensor& out, const Tensor& in) = 0;  // over the last dim of 2-D
+  virtual void log_softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& result) = 0;
+  virtual void nll_loss(const Tensor& out, const Tensor& total_weight, const Tensor& logp, const Tensor& target,
+                        bool mean) = 0;
+  virtual void nll_loss_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& target,
+                                 const Tensor& total_weight, bool mean) = 0;
+  virtual double item(const Tensor& t) = 0;
+  virtual bool all_finite(const Tensor& t) = 0;
+  virtual void synchronize() {}
+  // Optional: the default runs the per-tensor unary/binary/ternary kernels in the order
+  // the foreach path launches them (cpu and sim keep their results and modelled time);
+  // the cuda backend fuses them into multi-tensor kernels.
+  virtual void adam_foreach(const AdamForeachArgs& a);
+  // Modelled device time of the kernels run so far (sim backend; 0 elsewhere).
+  virtual double modeled_time_s() const { return 0.0; }
+};
+
+std::shared_ptr<Backend> make_cpu_backend();
+std::shared_ptr<Backend> make_sim_backend(const DeviceInfo& info);
+// Null when the build has no CUDA or no usable GPU (message in *why).
+std::shared_ptr<Backend> make_cuda_backend(std::string* why);
+
+}  // namespace vramlab::engine

@@ -1,0 +1,224 @@
+// CPU reference kernels: strided loops computing in double, so float64 tensors give
+// exact finite-difference gradient checks. Correctness over speed.
+#include <array>
+#include <cmath>
+#include <memory>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "engine/backends/backend.h"
+#include "engine/backends/scalar_math.h"
+
+namespace vramlab::engine {
+
+namespace {
+
+double load(const uint8_t* p, DType t) {
+  switch (t) {
+    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
+    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
+    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+  }
+  return 0;
+}
+
+void store(uint8_t* p, DType t, double x) {
+  switch (t) {
+    case DType::Float32: { float v = float(x); std::memcpy(p, &v, 4); break; }
+    case DType::Float64: std::memcpy(p, &x, 8); break;
+    case DType::Float16: { uint16_t v = float_to_half(float(x)); std::memcpy(p, &v, 2); break; }
+    case DType::BFloat16: { uint16_t v = float_to_bf16(float(x)); std::memcpy(p, &v, 2); break; }
+    case DType::Int64: { int64_t v = int64_t(x); std::memcpy(p, &v, 8); break; }
+  }
+}
+
+struct View {
+  uint8_t* base;
+  DType dtype;
+  size_t item;
+  const Shape* strides;
+  explicit View(const Tensor& t)
+      : base(static_cast<uint8_t*>(t.data_ptr())), dtype(t.dtype()), item(itemsize(t.dtype())),
+        strides(&t.strides()) {
+    if (!base && t.numel() > 0) throw std::logic_error("cpu kernel on a tensor without data");
+  }
+  View(uint8_t* b, DType d, size_t i, const Shape* st) : base(b), dtype(d), item(i), strides(st) {}
+  double get(int64_t off) const { return load(base + off * int64_t(item), dtype); }
+  void set(int64_t off, double v) const { store(base + off * int64_t(item), dtype, v); }
+};
+
+// Visits every index of `sizes`, passing each tensor's element offset.
+template <size_t N, class F>
+void for_each_index(const Shape& sizes, const View* const (&views)[N], F&& f) {
+  int64_t total = shape_numel(sizes);
+  if (total == 0) return;
+  size_t nd = sizes.size();
+  std::vector<int64_t> idx(nd, 0);
+  std::array<int64_t, N> off{};
+  for (int64_t n = 0; n < total; ++n) {
+    f(off);
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < sizes[d]) {
+        for (size_t k = 0; k < N; ++k) off[k] += (*views[k]->strides)[d];
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) off[k] -= (*views[k]->strides)[d] * (sizes[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+class CpuBackend : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+  bool has_data() const override { return true; }
+  bool models_cuda() const override { return false; }
+
+  void attach_data(Storage& s) override {
+    s.host.reset(new uint8_t[std::max<size_t>(s.nbytes, 1)]());
+    s.data = s.host.get();
+  }
+
+  void fill(const Tensor& out, double v) override {
+    View o(out);
+    for_each_index(out.sizes(), {&o}, [&](auto off) { o.set(off[0], v); });
+  }
+
+  void random_normal(const Tensor& out, double mean, double std, uint64_t seed) override {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> dist(mean, std);
+    View o(out);
+    for_each_index(out.sizes(), {&o}, [&](auto off) { o.set(off[0], dist(rng)); });
+  }
+
+  void random_uniform(const Tensor& out, double lo, double hi, uint64_t seed) override {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    View o(out);
+    for_each_index(out.sizes(), {&o}, [&](auto off) { o.set(off[0], dist(rng)); });
+  }
+
+  void unary(UnaryOp op, const Tensor& out, const Tensor& a, double s) override {
+    View o(out), x(a);
+    for_each_index(out.sizes(), {&o, &x}, [&](auto off) { o.set(off[0], apply_unary(op, x.get(off[1]), s)); });
+  }
+
+  void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double s) override {
+    View o(out), x(a), y(b);
+    for_each_index(out.sizes(), {&o, &x, &y},
+                      [&](auto off) { o.set(off[0], apply_binary(op, x.get(off[1]), y.get(off[2]), s)); });
+  }
+
+  void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+               double s) override {
+    View o(out), x(a), y(b), z(c);
+    for_each_index(out.sizes(), {&o, &x, &y, &z}, [&](auto off) {
+      o.set(off[0], apply_ternary(op, x.get(off[1]), y.get(off[2]), z.get(off[3]), s));
+    });
+  }
+
+  void sum_reduce(const Tensor& out, const Tensor& in) override {
+    View o(out), x(in);
+    // Accumulate through `out` viewed with stride 0 on reduced dims.
+    Shape st = out.strides();
+    for (size_t d = 0; d < st.size(); ++d)
+      if (out.sizes()[d] == 1 && in.sizes()[d] != 1) st[d] = 0;
+    std::vector<double> acc(size_t(out.numel()), 0.0);
+    Shape cst = contiguous_strides(out.sizes());
+    for (size_t d = 0; d < cst.size(); ++d)
+      if (st[d] == 0) cst[d] = 0;
+    View a{nullptr, DType::Float64, 8, &cst};
+    for_each_index(in.sizes(), {&a, &x}, [&](auto off) { acc[size_t(off[0])] += x.get(off[1]); });
+    Shape ocst = contiguous_strides(out.sizes());
+    View idx{nullptr, DType::Float64, 8, &ocst};
+    for_each_index(out.sizes(), {&o, &idx}, [&](auto off) { o.set(off[0], acc[size_t(off[1])]); });
+  }
+
+  void gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias, bool) override {
+    View o(out), x(a), y(b);
+    int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    const auto &as = a.strides(), &bs = b.strides(), &os = out.strides();
+    std::unique_ptr<View> bv;
+    if (bias) bv = std::make_unique<View>(*bias);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += x.get(m * as[0] + k * as[1]) * y.get(k * bs[0] + n * bs[1]);
+        if (bv) acc += bv->get(m * bias->strides()[0] + n * bias->strides()[1]);
+        o.set(m * os[0] + n * os[1], acc);
+      }
+  }
+
+  void log_softmax(const Tensor& out, const Tensor& in) override {
+    View o(out), x(in);
+    int64_t R = in.size(0), C = in.size(1);
+    for (int64_t r = 0; r < R; ++r) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, x.get(r * in.strides()[0] + c * in.strides()[1]));
+      double s = 0;
+      for (int64_t c = 0; c < C; ++c) s += std::exp(x.get(r * in.strides()[0] + c * in.strides()[1]) - mx);
+      double lse = mx + std::log(s);
+      for (int64_t c = 0; c < C; ++c)
+        o.set(r * out.strides()[0] + c * out.strides()[1], x.get(r * in.strides()[0] + c * in.strides()[1]) - lse);
+    }
+  }
+
+  void log_softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& result) override {
+    View o(out), g(grad), y(result);
+    int64_t R = result.size(0), C = result.size(1);
+    for (int64_t r = 0; r < R; ++r) {
+      double gs = 0;
+      for (int64_t c = 0; c < C; ++c) gs += g.get(r * grad.strides()[0] + c * grad.strides()[1]);
+      for (int64_t c = 0; c < C; ++c) {
+        double gv = g.get(r * grad.strides()[0] + c * grad.strides()[1]);
+        double yv = y.get(r * result.strides()[0] + c * result.strides()[1]);
+        o.set(r * out.strides()[0] + c * out.strides()[1], gv - std::exp(yv) * gs);
+      }
+    }
+  }
+
+  void nll_loss(const Tensor& out, const Tensor& total_weight, const Tensor& logp, const Tensor& target,
+                bool mean) override {
+    View o(out), tw(total_weight), x(logp), t(target);
+    double s = 0, w = 0;
+    for (int64_t i = 0; i < logp.size(0); ++i) {
+      int64_t cls = int64_t(t.get(i * target.strides()[0]));
+      if (cls == -100) continue;  // ignore_index
+      if (cls < 0 || cls >= logp.size(1))
+        throw std::out_of_range("Target " + std::to_string(cls) + " is out of bounds.");
+      s -= x.get(i * logp.strides()[0] + cls * logp.strides()[1]);
+      w += 1;
+    }
+    o.set(0, mean ? s / w : s);
+    tw.set(0, w);
+  }
+
+  void nll_loss_backward(const Tensor& gi, const Tensor& grad, const Tensor& target, const Tensor& total_weight,
+                         bool mean) override {
+    View o(gi), g(grad), t(target), tw(total_weight);
+    double scale = -g.get(0) / (mean ? tw.get(0) : 1.0);
+    for (int64_t i = 0; i < gi.size(0); ++i) {
+      int64_t cls = int64_t(t.get(i * target.strides()[0]));
+      if (cls == -100) continue;
+      o.set(i * gi.strides()[0] + cls * gi.strides()[1], scale);
+    }
+  }
+
+  double item(const Tensor& t) override { return View(t).get(0); }
+
+  bool all_finite(const Tensor& t) override {
+    View x(t);
+    bool ok = true;
+    for_each_index(t.sizes(), {&x}, [&](auto off) { ok = ok && std::isfinite(x.get(off[0])); });
+    return ok;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_cpu_backend() { return std::make_shared<CpuBackend>(); }
+
+}  // namespace vramlab::engine

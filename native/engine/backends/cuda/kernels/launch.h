@@ -1,0 +1,40 @@
+#pragma once
+// Host entry points of the kernels (defined in the .cu files). Each enqueues on
+// `stream` and throws std::runtime_error with the CUDA error string on failure.
+#include <cuda_runtime_api.h>
+
+#include "engine/backends/cuda/kernels/kernel_args.h"
+
+namespace vramlab::engine::cuda {
+
+// op: engine UnaryOp / BinaryOp / TernaryOp value. `fast`: every operand is contiguous
+// or a broadcast scalar over one dim, f32/f16/bf16, 16-byte aligned (vectorized path).
+void launch_unary(int op, const PointwiseArgs& a, bool fast, int num_sms, cudaStream_t stream);
+void launch_binary(int op, const PointwiseArgs& a, bool fast, int num_sms, cudaStream_t stream);
+void launch_ternary(int op, const PointwiseArgs& a, bool fast, int num_sms, cudaStream_t stream);
+// Same-dtype copy of `elem_size`-byte elements over strided views.
+void launch_copy_bytes(const PointwiseArgs& a, int elem_size, int num_sms, cudaStream_t stream);
+void launch_fill(const PointwiseArgs& a, int elem_size, int num_sms, cudaStream_t stream);
+// kind 0 normal(mean=r0, std=r1), 1 uniform[r0, r1).
+void launch_random(int kind, const PointwiseArgs& a, int num_sms, cudaStream_t stream);
+
+// `row`: reduced elements of one output are contiguous (or there is one output).
+void launch_sum_reduce(const ReduceArgs& a, bool row, cudaStream_t stream);
+
+void launch_log_softmax(const Mat2& out, const Mat2& in, cudaStream_t stream);
+void launch_log_softmax_backward(const Mat2& out, const Mat2& grad, const Mat2& result, cudaStream_t stream);
+// err: device int64[2] = {flag, offending class}; set when a target is out of range.
+void launch_nll_loss(void* out, void* total_weight, int32_t dtype, const Mat2& logp, const void* target,
+                     int64_t target_stride, bool mean, long long* err, cudaStream_t stream);
+void launch_nll_loss_backward(const Mat2& grad_input, const void* grad, const void* total_weight, int32_t dtype,
+                              const void* target, int64_t target_stride, bool mean, long long* err,
+                              cudaStream_t stream);
+// flag (device int) is set to 1 when any element is inf or nan.
+void launch_nonfinite_check(const PointwiseArgs& a, int* flag, int num_sms, cudaStream_t stream);
+
+// Fused Adam over a batch of contiguous, 16-byte aligned float32 tensors: the arithmetic
+// of lerp_, mul_, addcmul_, sqrt, div_, add_, addcdiv_ in one pass (denominators stay in
+// registers). Nothing is launched when the batch is empty.
+void launch_adam_batch(const AdamBatchArgs& a, cudaStream_t stream);
+
+}  // namespace vramlab::engine::cuda

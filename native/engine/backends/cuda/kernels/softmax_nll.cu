@@ -1,0 +1,128 @@
+// log_softmax over the last dim of a 2-D tensor (+ backward), one warp per row, and
+// nll_loss (+ backward). Out-of-range targets set an error word the backend checks
+// at its next synchronizing call, as a device-side assert surfaces in PyTorch.
+#include <cfloat>
+
+#include "engine/backends/cuda/kernels/dtype_io.cuh"
+#include "engine/backends/cuda/kernels/launch.h"
+
+namespace vramlab::engine::cuda {
+
+namespace {
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, k));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
+  return v;
+}
+
+__device__ __forceinline__ float at(const Mat2& m, int64_t r, int64_t c) {
+  return load_f(m.ptr, m.dtype, r * m.s0 + c * m.s1);
+}
+
+__global__ void __launch_bounds__(256) log_softmax_rows(Mat2 out, Mat2 in) {
+  const int64_t row = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (row >= in.rows) return;
+  const int lane = threadIdx.x & 31;
+  float mx = -INFINITY;
+  for (int64_t c = lane; c < in.cols; c += 32) mx = fmaxf(mx, at(in, row, c));
+  mx = warp_max(mx);
+  float s = 0.f;
+  for (int64_t c = lane; c < in.cols; c += 32) s += expf(at(in, row, c) - mx);
+  s = warp_sum(s);
+  const float lse = mx + logf(s);
+  for (int64_t c = lane; c < in.cols; c += 32)
+    store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(in, row, c) - lse);
+}
+
+__global__ void __launch_bounds__(256) log_softmax_backward_rows(Mat2 out, Mat2 grad, Mat2 result) {
+  const int64_t row = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
+  if (row >= result.rows) return;
+  const int lane = threadIdx.x & 31;
+  float gs = 0.f;
+  for (int64_t c = lane; c < result.cols; c += 32) gs += at(grad, row, c);
+  gs = warp_sum(gs);
+  for (int64_t c = lane; c < result.cols; c += 32)
+    store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(grad, row, c) - expf(at(result, row, c)) * gs);
+}
+
+__global__ void __launch_bounds__(512) nll_forward(void* out, void* tw, int32_t dt, Mat2 logp, const long long* target,
+                                                   int64_t ts, bool mean, long long* err) {
+  float s = 0.f, w = 0.f;
+  for (int64_t i = threadIdx.x; i < logp.rows; i += blockDim.x) {
+    long long cls = target[i * ts];
+    if (cls == -100) continue;  // ignore_index
+    if (cls < 0 || cls >= logp.cols) {
+      if (atomicCAS(reinterpret_cast<unsigned long long*>(err), 0ull, 1ull) == 0ull) err[1] = cls;
+      continue;
+    }
+    s -= at(logp, i, cls);
+    w += 1.f;
+  }
+  __shared__ float ps[16], pw[16];
+  s = warp_sum(s);
+  w = warp_sum(w);
+  if ((threadIdx.x & 31) == 0) {
+    ps[threadIdx.x >> 5] = s;
+    pw[threadIdx.x >> 5] = w;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float ts_ = 0.f, tw_ = 0.f;
+    for (int k = 0; k < int(blockDim.x + 31) / 32; ++k) {
+      ts_ += ps[k];
+      tw_ += pw[k];
+    }
+    store_f(out, dt, 0, mean ? ts_ / tw_ : ts_);
+    store_f(tw, dt, 0, tw_);
+  }
+}
+
+__global__ void __launch_bounds__(256) nll_backward(Mat2 gi, const void* grad, const void* tw, int32_t dt,
+                                                    const long long* target, int64_t ts, bool mean, long long* err) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= gi.rows) return;
+  const float scale = -load_f(grad, dt, 0) / (mean ? load_f(tw, dt, 0) : 1.f);
+  long long cls = target[i * ts];
+  if (cls == -100) return;
+  if (cls < 0 || cls >= gi.cols) {
+    if (atomicCAS(reinterpret_cast<unsigned long long*>(err), 0ull, 1ull) == 0ull) err[1] = cls;
+    return;
+  }
+  store_f(gi.ptr, gi.dtype, i * gi.s0 + cls * gi.s1, scale);
+}
+
+}  // namespace
+
+void launch_log_softmax(const Mat2& out, const Mat2& in, cudaStream_t st) {
+  if (in.rows == 0 || in.cols == 0) return;
+  log_softmax_rows<<<unsigned((in.rows + 7) / 8), 256, 0, st>>>(out, in);
+  check_launch("log_softmax kernel");
+}
+
+void launch_log_softmax_backward(const Mat2& out, const Mat2& grad, const Mat2& result, cudaStream_t st) {
+  if (result.rows == 0 || result.cols == 0) return;
+  log_softmax_backward_rows<<<unsigned((result.rows + 7) / 8), 256, 0, st>>>(out, grad, result);
+  check_launch("log_softmax_backward kernel");
+}
+
+void launch_nll_loss(void* out, void* tw, int32_t dt, const Mat2& logp, const void* target, int64_t ts, bool mean,
+                     long long* err, cudaStream_t st) {
+  nll_forward<<<1, 512, 0, st>>>(out, tw, dt, logp, static_cast<const long long*>(target), ts, mean, err);
+  check_launch("nll_loss kernel");
+}
+
+void launch_nll_loss_backward(const Mat2& gi, const void* grad, const void* tw, int32_t dt, const void* target,
+                              int64_t ts, bool mean, long long* err, cudaStream_t st) {
+  if (gi.rows == 0) return;
+  nll_backward<<<unsigned((gi.rows + 255) / 256), 256, 0, st>>>(gi, grad, tw, dt,
+                                                              static_cast<const long long*>(target), ts, mean, err);
+  check_launch("nll_loss_backward kernel");
+}
+
+}  // namespace vramlab::engine::cuda

@@ -1,0 +1,757 @@
+// The CUDA backend against the CPU reference backend, op by op on random inputs
+// (outputs poisoned with NaN first), plus real training runs and memory parity with
+// the simulated device. Everything skips cleanly where no GPU (or no CUDA build) is.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+#include "device/device.h"
+#include "engine/autocast/autocast.h"
+#include "engine/backends/allocator_memory.h"
+#include "engine/backends/backend.h"
+#include "engine/core/context.h"
+#include "engine/core/grad_mode.h"
+#include "engine/nn/module.h"
+#include "engine/ops/ops.h"
+#include "engine/optim/optimizer.h"
+#include "engine/protocol.h"
+#ifdef VRAMLAB_HAVE_CUDA
+#include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/pointwise_args.h"
+#include "engine/backends/cuda/reduce_plan.h"
+#endif
+
+namespace vramlab::engine {
+namespace {
+
+// ---------------------------------------------------------------------------------
+// A teacher-student regression task, shared by the CPU check (runs everywhere: the
+// task itself is learnable in 200 Adam steps) and the GPU runs (fp32 and bf16).
+struct TrainResult {
+  double first = 0, last = 0;
+};
+
+TrainResult train_teacher_student(bool bf16, int steps = 200) {
+  const int64_t in = 8, teacher_hidden = 16, student_hidden = 32, out = 2, batch = 64;
+  auto& ctx = current_context();
+  ctx.manual_seed(1234);
+  auto teacher = make_mlp(in, teacher_hidden, 1, out);  // a fixed random function
+  auto student = make_mlp(in, student_hidden, 2, out);
+  AdamOptions o;
+  o.lr = 1e-2;
+  Adam opt(student->parameters(), o);
+  TrainResult r;
+  for (int step = 0; step < steps; ++step) {
+    Tensor x = randn({batch, in});
+    Tensor y;
+    {
+      NoGradGuard ng;
+      y = (*teacher)(x);
+    }
+    Tensor pred;
+    if (bf16) {
+      AutocastGuard ag(true, DType::BFloat16);
+      pred = (*student)(x);
+    } else {
+      pred = (*student)(x);
+    }
+    Tensor loss = mse_loss(pred.float_(), y);
+    double v = loss.item();
+    if (step < 5) r.first += v / 5;  // mean of the first and last five steps
+    if (step >= steps - 5) r.last += v / 5;
+    loss.backward();
+    opt.step();
+    opt.zero_grad(true);
+  }
+  return r;
+}
+
+TEST(EngineCudaTask, TeacherStudentIsLearnableOnTheCpuReference) {
+  RoundingMemory mem;
+  EngineContext ctx(make_cpu_backend(), &mem, DeviceInfo{});
+  ContextGuard g(ctx);
+  for (bool bf16 : {false, true}) {
+    TrainResult r = train_teacher_student(bf16);
+    EXPECT_GT(r.first, 0);
+    EXPECT_LT(r.last, r.first / 10) << (bf16 ? "bf16" : "fp32") << ": first " << r.first << " last " << r.last;
+  }
+}
+
+TEST(EngineCuda, FactoryReturnsNullWithAReasonOrABackend) {
+  std::string why;
+  auto be = make_cuda_backend(&why);
+  if (!be) {
+    EXPECT_FALSE(why.empty());
+    GTEST_SKIP() << "no CUDA backend here: " << why;
+  }
+  EXPECT_STREQ(be->name(), "cuda");
+  EXPECT_TRUE(be->has_data());
+  EXPECT_TRUE(be->models_cuda());
+}
+
+#ifdef VRAMLAB_HAVE_CUDA
+
+// ---------------------------------------------------------------------------------
+// The host-side planning of the CUDA kernels, checked without a GPU: the index math
+// the kernels run (coalesced dims, multiply-high division, reduction split) is
+// replayed here on CPU tensors and must reach exactly the elements it should.
+
+uint32_t host_fastdiv(const cuda::FastDiv& f, uint32_t n) {
+  return uint32_t(((uint64_t(n) * f.m >> 32) + n) >> f.shift);
+}
+
+TEST(EngineCudaPlan, FastDivisionIsExact) {
+  for (uint32_t d : {1u, 2u, 3u, 7u, 10u, 129u, 1000u, 4096u, 65537u, 1u << 30, (1u << 31) - 1})
+    for (uint32_t n : {0u, 1u, d - 1, d, d + 1, 12345u, 999999u, (1u << 31) - 1}) {
+      auto f = cuda::make_fastdiv(d);
+      ASSERT_EQ(host_fastdiv(f, n), n / d) << n << " / " << d;
+    }
+}
+
+class EngineCudaPlanOnCpu : public ::testing::Test {
+ protected:
+  void SetUp() override { guard_ = std::make_unique<ContextGuard>(ctx_); }
+  void TearDown() override { guard_.reset(); }
+  RoundingMemory mem_;
+  EngineContext ctx_{make_cpu_backend(), &mem_, DeviceInfo{}};
+  std::unique_ptr<ContextGuard> guard_;
+};
+
+// Element offset (relative to data_ptr) of logical index `idx` of t.
+int64_t natural_offset(const Tensor& t, int64_t idx) {
+  int64_t off = 0;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    int64_t s = t.sizes()[size_t(d)];
+    off += (idx % s) * t.strides()[size_t(d)];
+    idx /= s;
+  }
+  return off;
+}
+
+TEST_F(EngineCudaPlanOnCpu, PointwisePlanVisitsEveryElementWithMatchingInputs) {
+  Tensor base = randn({6, 5, 8});
+  Tensor out_t = randn({8, 5, 6});
+  struct Case {
+    Tensor out, in;
+    bool fast;
+    int ndim;
+  } cases[] = {
+      {randn({6, 5, 8}), base, true, 1},                                    // dense: one dim
+      {randn({6, 5, 8}), base.transpose(0, 2).contiguous().transpose(0, 2), false, 3},  // permuted input
+      {out_t.transpose(0, 2), base, false, 3},                              // permuted output
+      {randn({6, 5, 8}), expand_to(randn({8}), {6, 5, 8}), false, 2},       // row broadcast
+      {randn({6, 5, 8}), expand_to(randn({}), {6, 5, 8}), true, 1},         // scalar broadcast
+      {randn({6, 5, 4}), base.slice(2, 2, 6), false, 2},                    // offset slice
+  };
+  for (auto& c : cases) {
+    auto plan = cuda::plan_pointwise(c.out, {&c.in}, "test");
+    const auto& a = plan.args;
+    EXPECT_EQ(plan.fast, c.fast);
+    EXPECT_EQ(a.ndim, c.ndim);
+    ASSERT_EQ(a.numel, c.out.numel());
+    std::map<int64_t, int64_t> expect;  // out offset -> in offset
+    for (int64_t i = 0; i < c.out.numel(); ++i) expect[natural_offset(c.out, i)] = natural_offset(c.in, i);
+    std::map<int64_t, int> seen;
+    for (int64_t idx = 0; idx < a.numel; ++idx) {
+      uint32_t rem = uint32_t(idx);
+      int64_t off_out = 0, off_in = 0;
+      for (int d = a.ndim - 1; d >= 0; --d) {  // the kernels' 32-bit path
+        uint32_t q = d > 0 ? host_fastdiv(a.div[d], rem) : 0;
+        uint32_t cidx = d > 0 ? rem - q * uint32_t(a.sizes[d]) : rem;
+        rem = q;
+        off_out += int64_t(cidx) * a.out.strides[d];
+        off_in += int64_t(cidx) * a.in[0].strides[d];
+      }
+      ASSERT_TRUE(expect.count(off_out)) << "offset " << off_out << " is not an element of out";
+      EXPECT_EQ(off_in, expect[off_out]);
+      seen[off_out]++;
+    }
+    EXPECT_EQ(seen.size(), expect.size());
+    for (auto& [o, n] : seen) EXPECT_EQ(n, 1) << "element " << o << " visited " << n << " times";
+    EXPECT_EQ(a.out.ptr, c.out.data_ptr());
+    EXPECT_EQ(a.in[0].ptr, c.in.data_ptr());
+  }
+}
+
+TEST_F(EngineCudaPlanOnCpu, ReducePlanSumsTheRightElements) {
+  struct Case {
+    Shape in, out;
+    bool transposed;
+    bool row;
+  } cases[] = {{{64, 300}, {1, 300}, false, false}, {{64, 300}, {64, 1}, false, true},
+               {{64, 300}, {1, 1}, false, true},    {{6, 50, 40}, {1, 50, 1}, false, true},
+               {{6, 50, 40}, {6, 1, 40}, false, false}, {{300, 64}, {1, 300}, true, true},
+               {{2048, 1024}, {1, 1}, false, true}, {{4096, 1024}, {1, 1024}, false, false}};
+  std::vector<float> scratch(1 << 20);
+  for (auto& c : cases) {
+    Tensor in = rand_uniform(c.in, 0.5, 1.5);
+    if (c.transposed) in = in.t();
+    Tensor out = empty(c.out);
+    auto plan = cuda::plan_sum_reduce(out, in, scratch.data(), int64_t(scratch.size()), 132);
+    const auto& a = plan.args;
+    EXPECT_EQ(plan.row, c.row) << shape_str(c.in) << " -> " << shape_str(c.out);
+    ASSERT_GE(a.chunks, 1);
+    ASSERT_LE(a.chunks * a.num_out, int64_t(scratch.size()));
+    ASSERT_GE(a.chunks * a.chunk_len, a.num_red);
+    ASSERT_LT((a.chunks - 1) * a.chunk_len, a.num_red) << "an empty chunk";
+    // Replay: out[o] = sum over chunks c, r in chunk of in[kept(o) + red(r)].
+    const float* src = static_cast<const float*>(in.data_ptr());
+    auto kept = [&](int64_t o, const int64_t* strides) {
+      int64_t off = 0;
+      for (int d = a.out_ndim - 1; d >= 0; --d) {
+        off += (o % a.out_sizes[d]) * strides[d];
+        o /= a.out_sizes[d];
+      }
+      return off;
+    };
+    auto red = [&](int64_t r) {
+      int64_t off = 0;
+      for (int d = a.red_ndim - 1; d >= 0; --d) {
+        off += (r % a.red_sizes[d]) * a.red_strides[d];
+        r /= a.red_sizes[d];
+      }
+      return off;
+    };
+    Tensor ref = empty(c.out);
+    ctx_.backend().sum_reduce(ref, in);
+    const float* want = static_cast<const float*>(ref.data_ptr());
+    for (int64_t o = 0; o < a.num_out; ++o) {
+      double acc = 0;
+      for (int64_t ch = 0; ch < a.chunks; ++ch)
+        for (int64_t r = ch * a.chunk_len; r < std::min(a.num_red, (ch + 1) * a.chunk_len); ++r)
+          acc += src[kept(o, a.out_in_strides) + red(r)];
+      EXPECT_NEAR(acc, want[kept(o, a.out_out_strides)], 1e-3 * std::abs(acc)) << "output " << o;
+    }
+  }
+}
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const DType kFloatTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+
+double tol_for(DType t) { return t == DType::Float32 ? 1e-5 : 1e-2; }
+
+// ||out - ref|| / ||ref||, with any NaN (an unwritten poisoned element) failing.
+double rel_err(const std::vector<double>& out, const std::vector<double>& ref) {
+  if (out.size() != ref.size()) return 1e30;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i]) != std::isnan(ref[i])) return 1e30;
+    if (std::isnan(ref[i])) continue;
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return den == 0 ? (num == 0 ? 0 : 1e30) : std::sqrt(num / den);
+}
+
+// Rounds float32 values to TF32 (10-bit mantissa, nearest even) in place.
+void round_to_tf32(const Tensor& t) {
+  auto* p = static_cast<uint32_t*>(t.data_ptr());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t b = p[i];
+    b += 0x0FFFu + ((b >> 13) & 1u);
+    p[i] = b & ~0x1FFFu;
+  }
+}
+
+class EngineCudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    auto be = make_cuda_backend(&why);
+    if (!be) GTEST_SKIP() << "no CUDA backend: " << why;
+    gpu_be_ = std::static_pointer_cast<cuda::CudaBackend>(be);
+    device_ = std::shared_ptr<Device>(open_device("cuda:" + std::to_string(gpu_be_->ordinal())));
+    alloc_ = std::make_shared<alloc::CachingAllocator>(device_);
+    gpu_mem_ = std::make_unique<AllocatorMemory>(alloc_);
+    gpu_ = std::make_unique<EngineContext>(be, gpu_mem_.get(), device_->info());
+    cpu_ = std::make_unique<EngineContext>(make_cpu_backend(), &cpu_mem_, DeviceInfo{});
+  }
+
+  Backend& cpu_be() { return cpu_->backend(); }
+  cuda::CudaBackend& gpu_be() { return *gpu_be_; }
+
+  // Random CPU tensor: normal(0, 1), or uniform [lo, hi) when lo < hi.
+  Tensor cpu_rand(const Shape& shape, DType dt, double lo = 0, double hi = 0) {
+    ContextGuard g(*cpu_);
+    return lo < hi ? rand_uniform(shape, lo, hi, dt) : randn(shape, dt);
+  }
+  Tensor cpu_empty(const Shape& shape, DType dt) {
+    ContextGuard g(*cpu_);
+    return empty(shape, dt);
+  }
+  // Uploads a contiguous CPU tensor; the copy has the same sizes, strides and dtype.
+  Tensor to_gpu(const Tensor& c) {
+    EXPECT_TRUE(c.is_contiguous());
+    ContextGuard g(*gpu_);
+    Tensor t = empty(c.sizes(), c.dtype());
+    gpu_be().copy_from_host(t, c.data_ptr(), c.nbytes());
+    return t;
+  }
+  Tensor gpu_poisoned(const Shape& shape, DType dt) {
+    ContextGuard g(*gpu_);
+    Tensor t = empty(shape, dt);
+    gpu_be().fill(t, dt == DType::Int64 ? -7 : kNaN);
+    return t;
+  }
+  // Values of any GPU view in logical (row-major) order.
+  std::vector<double> values(const Tensor& t) {
+    ContextGuard g(*gpu_);
+    Tensor c = empty(t.sizes(), t.dtype());
+    gpu_be().unary(UnaryOp::Copy, c, t, 0);
+    std::vector<uint8_t> bytes(c.nbytes());
+    gpu_be().copy_to_host(bytes.data(), c, bytes.size());
+    ContextGuard g2(*cpu_);
+    Tensor h = empty(c.sizes(), c.dtype());
+    if (!bytes.empty()) std::memcpy(h.data_ptr(), bytes.data(), bytes.size());
+    return h.to_vector();
+  }
+  std::vector<double> cpu_values(const Tensor& t) { return t.to_vector(); }
+
+  std::shared_ptr<cuda::CudaBackend> gpu_be_;
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<alloc::CachingAllocator> alloc_;
+  std::unique_ptr<AllocatorMemory> gpu_mem_;
+  std::unique_ptr<EngineContext> gpu_;
+  RoundingMemory cpu_mem_;
+  std::unique_ptr<EngineContext> cpu_;
+};
+
+// An input made on the CPU, the same bytes on the GPU, and one view fn applied to both.
+struct Pair {
+  Tensor cpu, gpu;
+};
+using ViewFn = std::function<Tensor(const Tensor&)>;
+Tensor identity(const Tensor& t) { return t; }
+
+struct UnaryCase {
+  UnaryOp op;
+  double s;
+  bool positive;  // domain: (0.5, 2.5)
+};
+const UnaryCase kUnary[] = {
+    {UnaryOp::Copy, 0, false},      {UnaryOp::Neg, 0, false},         {UnaryOp::Relu, 0, false},
+    {UnaryOp::Gelu, 0, false},      {UnaryOp::GeluTanh, 0, false},    {UnaryOp::Sqrt, 0, true},
+    {UnaryOp::Exp, 0, false},       {UnaryOp::Log, 0, true},          {UnaryOp::Abs, 0, false},
+    {UnaryOp::Square, 0, false},    {UnaryOp::Reciprocal, 0, true},   {UnaryOp::AddScalar, 0.75, false},
+    {UnaryOp::MulScalar, -1.5, false}, {UnaryOp::DivScalar, 3.0, false}, {UnaryOp::RSubScalar, 2.0, false},
+    {UnaryOp::PowScalar, 1.7, true}};
+
+TEST_F(EngineCudaOps, UnaryOpsMatchCpuOnContiguousAndStridedInputs) {
+  struct Layout {
+    Shape base;
+    ViewFn view;
+    const char* name;
+  } layouts[] = {{{37, 129}, identity, "contiguous (odd size: vector tail)"},
+                 {{4, 4096}, identity, "contiguous large"},
+                 {{129, 37}, [](const Tensor& t) { return t.t(); }, "transposed"},
+                 {{37, 258}, [](const Tensor& t) { return t.slice(1, 0, 258).slice(1, 1, 130); }, "offset slice"}};
+  for (DType dt : kFloatTypes)
+    for (const auto& c : kUnary)
+      for (const auto& l : layouts) {
+        Tensor in_c = c.positive ? cpu_rand(l.base, dt, 0.5, 2.5) : cpu_rand(l.base, dt);
+        Tensor in_g = to_gpu(in_c);
+        Tensor vc = l.view(in_c), vg = l.view(in_g);
+        Tensor ref = cpu_empty(vc.sizes(), dt);
+        cpu_be().unary(c.op, ref, vc, c.s);
+        Tensor out = gpu_poisoned(vg.sizes(), dt);
+        gpu_be().unary(c.op, out, vg, c.s);
+        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
+            << unary_op_name(c.op) << " " << dtype_name(dt) << " " << l.name;
+      }
+}
+
+struct BinaryCase {
+  BinaryOp op;
+  double s;
+  bool b_positive;
+};
+const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},        {BinaryOp::Sub, 2.0, false},
+                              {BinaryOp::Mul, 0, false},          {BinaryOp::Div, 0, true},
+                              {BinaryOp::ThresholdBackward, 0, false}, {BinaryOp::GeluBackward, 0, false},
+                              {BinaryOp::GeluTanhBackward, 0, false}, {BinaryOp::SqDiff, 0, false},
+                              {BinaryOp::Lerp, 0.3, false},       {BinaryOp::Maximum, 0, false}};
+
+TEST_F(EngineCudaOps, BinaryOpsMatchCpuWithBroadcastingAndMixedDtypes) {
+  const Shape shape{33, 130};
+  for (DType dt : kFloatTypes)
+    for (const auto& c : kBinary) {
+      struct Variant {
+        Shape b_shape;
+        DType a_dt, b_dt;
+        const char* name;
+      } variants[] = {{shape, dt, dt, "same shape"},
+                      {{1, 130}, dt, dt, "row broadcast"},
+                      {{33, 1}, dt, dt, "column broadcast"},
+                      {{}, dt, dt, "scalar broadcast"},
+                      {shape, dt, DType::Float32, "mixed dtypes"}};
+      for (const auto& v : variants) {
+        Tensor a_c = cpu_rand(shape, v.a_dt);
+        Tensor b_c = c.b_positive ? cpu_rand(v.b_shape, v.b_dt, 0.5, 2.5) : cpu_rand(v.b_shape, v.b_dt);
+        Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
+        DType out_dt = v.b_dt == DType::Float32 ? DType::Float32 : dt;
+        Tensor ref = cpu_empty(shape, out_dt);
+        cpu_be().binary(c.op, ref, a_c, expand_to(b_c, shape), c.s);
+        Tensor out = gpu_poisoned(shape, out_dt);
+        gpu_be().binary(c.op, out, a_g, expand_to(b_g, shape), c.s);
+        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
+            << binary_op_name(c.op) << " " << dtype_name(dt) << " " << v.name;
+      }
+    }
+}
+
+TEST_F(EngineCudaOps, TernaryOpsMatchCpuIncludingInPlaceOptimizerForms) {
+  const Shape shape{65, 67};
+  struct Case {
+    TernaryOp op;
+    double s;
+    const char* name;
+  } cases[] = {{TernaryOp::Addcmul, 0.7, "addcmul"}, {TernaryOp::Addcdiv, -0.3, "addcdiv"},
+               {TernaryOp::MseBackward, 0.5, "mse_backward"}};
+  for (DType dt : kFloatTypes)
+    for (const auto& c : cases)
+      for (bool in_place : {false, true}) {
+        Tensor a_c = cpu_rand(shape, dt), b_c = cpu_rand(shape, dt), c_c = cpu_rand(shape, dt, 0.5, 2.5);
+        Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c), c_g = to_gpu(c_c);
+        Tensor ref = in_place ? a_c : cpu_empty(shape, dt);
+        cpu_be().ternary(c.op, ref, a_c, b_c, c_c, c.s);
+        Tensor out = in_place ? a_g : gpu_poisoned(shape, dt);
+        gpu_be().ternary(c.op, out, a_g, b_g, c_g, c.s);
+        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
+            << c.name << " " << dtype_name(dt) << (in_place ? " in place" : "");
+      }
+  // Scalar-broadcast third operand (mse backward's expanded grad).
+  Tensor a_c = cpu_rand(shape, DType::Float32), b_c = cpu_rand(shape, DType::Float32);
+  Tensor g_c = cpu_rand({}, DType::Float32, 0.5, 1.5);
+  Tensor ref = cpu_empty(shape, DType::Float32);
+  cpu_be().ternary(TernaryOp::MseBackward, ref, a_c, b_c, expand_to(g_c, shape), 0.25);
+  Tensor out = gpu_poisoned(shape, DType::Float32);
+  gpu_be().ternary(TernaryOp::MseBackward, out, to_gpu(a_c), to_gpu(b_c), expand_to(to_gpu(g_c), shape), 0.25);
+  EXPECT_LE(rel_err(values(out), cpu_values(ref)), 1e-5);
+}
+
+TEST_F(EngineCudaOps, CastsAndCopiesAreBitExact) {
+  const Shape shape{45, 77};
+  for (DType from : kFloatTypes)
+    for (DType to : kFloatTypes)
+      for (bool transposed : {false, true}) {
+        Tensor in_c = cpu_rand(transposed ? Shape{77, 45} : shape, from);
+        Tensor in_g = to_gpu(in_c);
+        Tensor vc = transposed ? in_c.t() : in_c, vg = transposed ? in_g.t() : in_g;
+        Tensor ref = cpu_empty(shape, to);
+        cpu_be().unary(UnaryOp::Copy, ref, vc, 0);
+        Tensor out = gpu_poisoned(shape, to);
+        gpu_be().unary(UnaryOp::Copy, out, vg, 0);
+        EXPECT_EQ(values(out), cpu_values(ref)) << dtype_name(from) << " -> " << dtype_name(to)
+                                                << (transposed ? " transposed" : "");
+      }
+  // Broadcast copy (the bias prefill of addmm) and int64 <-> float conversions.
+  Tensor bias_c = cpu_rand({77}, DType::Float32);
+  Tensor ref = cpu_empty(shape, DType::Float32);
+  cpu_be().unary(UnaryOp::Copy, ref, expand_to(bias_c, shape), 0);
+  Tensor out = gpu_poisoned(shape, DType::Float32);
+  gpu_be().unary(UnaryOp::Copy, out, expand_to(to_gpu(bias_c), shape), 0);
+  EXPECT_EQ(values(out), cpu_values(ref));
+  Tensor f_c = cpu_rand({1000}, DType::Float32, -50, 50);
+  Tensor i_ref = cpu_empty({1000}, DType::Int64);
+  cpu_be().unary(UnaryOp::Copy, i_ref, f_c, 0);
+  Tensor i_out = gpu_poisoned({1000}, DType::Int64);
+  gpu_be().unary(UnaryOp::Copy, i_out, to_gpu(f_c), 0);
+  EXPECT_EQ(values(i_out), cpu_values(i_ref));
+  Tensor back = gpu_poisoned({1000}, DType::Float32);
+  gpu_be().unary(UnaryOp::Copy, back, i_out, 0);
+  EXPECT_EQ(values(back), cpu_values(i_ref));
+}
+
+TEST_F(EngineCudaOps, FillWritesEveryElementOfAnyView) {
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Int64}) {
+    Tensor t = gpu_poisoned({37, 41}, dt);
+    gpu_be().fill(t, dt == DType::Int64 ? -100 : 3.25);
+    for (double v : values(t)) ASSERT_EQ(v, dt == DType::Int64 ? -100 : 3.25) << dtype_name(dt);
+    gpu_be().fill(t, 0.0);  // the memset path
+    for (double v : values(t)) ASSERT_EQ(v, 0.0) << dtype_name(dt);
+    Tensor col = t.slice(1, 3, 4);  // strided column
+    gpu_be().fill(col, 5);
+    auto all = values(t);
+    for (int64_t r = 0; r < 37; ++r)
+      for (int64_t c = 0; c < 41; ++c) ASSERT_EQ(all[size_t(r * 41 + c)], c == 3 ? 5.0 : 0.0);
+  }
+}
+
+TEST_F(EngineCudaOps, RandomNumbersHaveTheRequestedDistribution) {
+  ContextGuard g(*gpu_);
+  const int64_t n = 1 << 20;
+  for (DType dt : kFloatTypes) {
+    Tensor t = empty({n}, dt);
+    gpu_be().random_normal(t, 2.0, 3.0, 42);
+    auto v = values(t);
+    double m = 0, s2 = 0;
+    for (double x : v) m += x;
+    m /= double(n);
+    for (double x : v) s2 += (x - m) * (x - m);
+    double sd = std::sqrt(s2 / double(n));
+    EXPECT_NEAR(m, 2.0, 0.02) << dtype_name(dt);
+    EXPECT_NEAR(sd, 3.0, 0.03) << dtype_name(dt);
+    gpu_be().random_uniform(t, -1.0, 3.0, 7);
+    v = values(t);
+    double lo = 1e9, hi = -1e9;
+    m = 0;
+    for (double x : v) {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      m += x;
+    }
+    EXPECT_GE(lo, -1.0);
+    EXPECT_LE(hi, 3.0);
+    EXPECT_NEAR(m / double(n), 1.0, 0.01) << dtype_name(dt);
+  }
+  // Same seed, same numbers; another seed, other numbers; int64 labels in range.
+  Tensor a = empty({1000}), b = empty({1000});
+  gpu_be().random_normal(a, 0, 1, 5);
+  gpu_be().random_normal(b, 0, 1, 5);
+  EXPECT_EQ(values(a), values(b));
+  gpu_be().random_normal(b, 0, 1, 6);
+  EXPECT_NE(values(a), values(b));
+  Tensor labels = randint({4096}, 10);
+  std::vector<int> seen(10, 0);
+  for (double x : values(labels)) {
+    ASSERT_GE(x, 0);
+    ASSERT_LT(x, 10);
+    seen[size_t(x)]++;
+  }
+  for (int c : seen) EXPECT_GT(c, 300);
+}
+
+TEST_F(EngineCudaOps, SumReduceMatchesCpuOverAnyDims) {
+  struct Case {
+    Shape in;
+    Shape out;
+    bool transposed;
+    const char* name;
+  } cases[] = {{{64, 300}, {1, 300}, false, "dim 0 (bias grad)"},
+               {{64, 300}, {64, 1}, false, "dim 1 (rows)"},
+               {{64, 300}, {1, 1}, false, "all"},
+               {{6, 50, 40}, {1, 50, 1}, false, "dims 0 and 2"},
+               {{6, 50, 40}, {6, 1, 40}, false, "middle dim"},
+               {{300, 64}, {1, 300}, true, "transposed input, dim 0"},
+               {{2048, 1024}, {1, 1}, false, "2M elements to one (split + finalize)"},
+               {{4096, 1024}, {1, 1024}, false, "tall columns (split + finalize)"},
+               {{8, 100000}, {8, 1}, false, "long rows"},
+               {{5, 7}, {5, 7}, false, "nothing reduced"}};
+  for (DType dt : kFloatTypes)
+    for (DType out_dt : {dt, DType::Float32})
+      for (const auto& c : cases) {
+        // float16 cannot hold sums past 65504: those rows would compare inf with inf.
+        if (out_dt == DType::Float16 && shape_numel(c.in) / shape_numel(c.out) * 1.5 > 60000) continue;
+        // Positive mean: the reference is not a near-cancellation of large terms.
+        Tensor in_c = cpu_rand(c.in, dt, 0.5, 1.5);
+        Tensor in_g = to_gpu(in_c);
+        Tensor vc = c.transposed ? in_c.t() : in_c, vg = c.transposed ? in_g.t() : in_g;
+        Tensor ref = cpu_empty(c.out, out_dt);
+        cpu_be().sum_reduce(ref, vc);
+        Tensor out = gpu_poisoned(c.out, out_dt);
+        gpu_be().sum_reduce(out, vg);
+        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(out_dt))
+            << c.name << " " << dtype_name(dt) << " -> " << dtype_name(out_dt);
+      }
+}
+
+TEST_F(EngineCudaOps, GemmMatchesCpuForEveryLayoutBiasAndPrecision) {
+  ContextGuard g(*gpu_);  // gemm takes the engine's cuBLAS workspace from this context
+  struct Prec {
+    DType dt;
+    bool tf32;
+    double tol;
+  } precs[] = {{DType::Float32, false, 1e-5},
+               {DType::Float32, true, 1e-3},
+               {DType::Float16, false, 1e-2},
+               {DType::BFloat16, false, 1e-2}};
+  struct Dims {
+    int64_t M, K, N;
+  } dims[] = {{67, 45, 83}, {512, 1024, 768}, {1, 33, 17}};
+  for (const auto& p : precs)
+    for (const auto& d : dims)
+      for (int layout = 0; layout < 8; ++layout) {
+        bool a_col = layout & 1, b_col = layout & 2, out_col = layout & 4;
+        for (bool with_bias : {false, true}) {
+          Tensor a_c = cpu_rand(a_col ? Shape{d.K, d.M} : Shape{d.M, d.K}, p.dt);
+          Tensor b_c = cpu_rand(b_col ? Shape{d.N, d.K} : Shape{d.K, d.N}, p.dt);
+          if (p.tf32) {  // tf32-exact inputs: the check holds whether cuBLAS rounds or truncates
+            round_to_tf32(a_c);
+            round_to_tf32(b_c);
+          }
+          Tensor bias_c = cpu_rand({d.N}, p.dt);
+          Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c), bias_g = to_gpu(bias_c);
+          Tensor av_c = a_col ? a_c.t() : a_c, bv_c = b_col ? b_c.t() : b_c;
+          Tensor av_g = a_col ? a_g.t() : a_g, bv_g = b_col ? b_g.t() : b_g;
+          Tensor ref = cpu_empty({d.M, d.N}, p.dt);
+          Tensor eb_c = expand_to(bias_c, {d.M, d.N}), eb_g = expand_to(bias_g, {d.M, d.N});
+          cpu_be().gemm(ref, av_c, bv_c, with_bias ? &eb_c : nullptr, false);
+          Tensor out_base = gpu_poisoned(out_col ? Shape{d.N, d.M} : Shape{d.M, d.N}, p.dt);
+          Tensor out = out_col ? out_base.t() : out_base;
+          gpu_be().gemm(out, av_g, bv_g, with_bias ? &eb_g : nullptr, p.tf32);
+          EXPECT_LE(rel_err(values(out), cpu_values(ref)), p.tol)
+              << dtype_name(p.dt) << (p.tf32 ? " tf32" : "") << " " << d.M << "x" << d.K << "x" << d.N
+              << " a_col=" << a_col << " b_col=" << b_col << " out_col=" << out_col << " bias=" << with_bias;
+        }
+      }
+  // Bias cases with row-major out took cuBLASLt's bias epilogue (ATen's nn.Linear path).
+  EXPECT_GT(gpu_be().cublaslt_runs(), 0);
+  // The workspace cuBLAS got is the engine's: category workspace, PyTorch's size.
+  EXPECT_EQ(gpu_->category_bytes(Category::Workspace), int64_t(gpu_->cublas_workspace_size()));
+
+  // The tf32 flag really engages TF32 on full-precision inputs: off by more than fp32
+  // rounding from the fp32 product, within TF32's 10-bit mantissa of it.
+  Tensor a_c = cpu_rand({1024, 1024}, DType::Float32), b_c = cpu_rand({1024, 1024}, DType::Float32);
+  Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
+  Tensor full = gpu_poisoned({1024, 1024}, DType::Float32), fast = gpu_poisoned({1024, 1024}, DType::Float32);
+  gpu_be().gemm(full, a_g, b_g, nullptr, false);
+  gpu_be().gemm(fast, a_g, b_g, nullptr, true);
+  double diff = rel_err(values(fast), values(full));
+  EXPECT_GT(diff, 1e-5);
+  EXPECT_LT(diff, 3e-3);
+}
+
+TEST_F(EngineCudaOps, LogSoftmaxAndNllLossMatchCpu) {
+  for (DType dt : kFloatTypes)
+    for (Shape shape : {Shape{37, 10}, Shape{16, 3000}}) {
+      Tensor x_c = cpu_rand(shape, dt);
+      Tensor ref = cpu_empty(shape, dt);
+      cpu_be().log_softmax(ref, x_c);
+      Tensor lp = gpu_poisoned(shape, dt);
+      gpu_be().log_softmax(lp, to_gpu(x_c));
+      EXPECT_LE(rel_err(values(lp), cpu_values(ref)), tol_for(dt)) << "log_softmax " << dtype_name(dt);
+
+      Tensor g_c = cpu_rand(shape, dt);
+      Tensor gref = cpu_empty(shape, dt);
+      cpu_be().log_softmax_backward(gref, g_c, ref);
+      Tensor gout = gpu_poisoned(shape, dt);
+      gpu_be().log_softmax_backward(gout, to_gpu(g_c), to_gpu(ref));
+      EXPECT_LE(rel_err(values(gout), cpu_values(gref)), tol_for(dt)) << "log_softmax_backward " << dtype_name(dt);
+
+      // Targets in range with two ignored rows.
+      Tensor t_c = cpu_rand({shape[0]}, DType::Float32, 0, double(shape[1]) - 1e-3);
+      Tensor tgt_c = cpu_empty({shape[0]}, DType::Int64);
+      cpu_be().unary(UnaryOp::Copy, tgt_c, t_c, 0);
+      static_cast<int64_t*>(tgt_c.data_ptr())[1] = -100;
+      static_cast<int64_t*>(tgt_c.data_ptr())[5] = -100;
+      Tensor tgt_g = to_gpu(tgt_c);
+      Tensor ref_g = to_gpu(ref);
+      for (bool mean : {true, false}) {
+        Tensor lc = cpu_empty({}, dt), twc = cpu_empty({}, dt);
+        cpu_be().nll_loss(lc, twc, ref, tgt_c, mean);
+        Tensor lg = gpu_poisoned({}, dt), twg = gpu_poisoned({}, dt);
+        gpu_be().nll_loss(lg, twg, ref_g, tgt_g, mean);
+        EXPECT_LE(rel_err(values(lg), cpu_values(lc)), tol_for(dt)) << "nll_loss " << dtype_name(dt);
+        EXPECT_EQ(values(twg), cpu_values(twc));
+
+        Tensor go_c = cpu_rand({}, dt, 0.5, 1.5);
+        Tensor gi_c = cpu_empty(shape, dt);
+        cpu_be().fill(gi_c, 0);
+        cpu_be().nll_loss_backward(gi_c, go_c, tgt_c, twc, mean);
+        Tensor gi_g = gpu_poisoned(shape, dt);
+        gpu_be().fill(gi_g, 0);
+        gpu_be().nll_loss_backward(gi_g, to_gpu(go_c), tgt_g, twg, mean);
+        EXPECT_LE(rel_err(values(gi_g), cpu_values(gi_c)), tol_for(dt)) << "nll_loss_backward " << dtype_name(dt);
+      }
+    }
+  // An out-of-range target surfaces at the next synchronising call, as an exception.
+  Tensor lp = gpu_poisoned({4, 3}, DType::Float32);
+  gpu_be().fill(lp, -1.0);
+  Tensor tgt_c = cpu_empty({4}, DType::Int64);
+  for (int i = 0; i < 4; ++i) static_cast<int64_t*>(tgt_c.data_ptr())[i] = i == 2 ? 7 : 0;
+  Tensor l = gpu_poisoned({}, DType::Float32), tw = gpu_poisoned({}, DType::Float32);
+  gpu_be().nll_loss(l, tw, lp, to_gpu(tgt_c), true);
+  EXPECT_THROW(gpu_be().synchronize(), std::out_of_range);
+  EXPECT_NO_THROW(gpu_be().synchronize());  // reported once
+}
+
+TEST_F(EngineCudaOps, ItemAndAllFinite) {
+  Tensor x_c = cpu_rand({1000}, DType::Float32);
+  Tensor x_g = to_gpu(x_c);
+  ContextGuard g(*gpu_);
+  EXPECT_EQ(gpu_be().item(make_view(x_g, {}, {}, 17)), static_cast<float*>(x_c.data_ptr())[17]);
+  EXPECT_TRUE(gpu_be().all_finite(x_g));
+  for (double bad : {std::numeric_limits<double>::infinity(), kNaN}) {
+    for (DType dt : kFloatTypes) {
+      Tensor y = empty({513, 3}, dt);
+      gpu_be().fill(y, 1.5);
+      EXPECT_TRUE(gpu_be().all_finite(y));
+      gpu_be().fill(make_view(y, {}, {}, 1000), bad);
+      EXPECT_FALSE(gpu_be().all_finite(y)) << dtype_name(dt);
+      EXPECT_TRUE(gpu_be().all_finite(y.slice(0, 0, 300))) << "the bad element is outside the view";
+    }
+  }
+}
+
+// Engine-level ops on the GPU: a linear layer forward and backward against the CPU.
+TEST_F(EngineCudaOps, LinearForwardBackwardMatchesCpuThroughTheOpLayer) {
+  Tensor x_c = cpu_rand({64, 48}, DType::Float32), w_c = cpu_rand({32, 48}, DType::Float32);
+  Tensor b_c = cpu_rand({32}, DType::Float32);
+  auto run = [&](EngineContext& ctx, Tensor x, Tensor w, Tensor b) {
+    ContextGuard g(ctx);
+    w.requires_grad_(true);
+    b.requires_grad_(true);
+    Tensor y = relu(linear(x, w, b));
+    Tensor loss = sum(mul(y, y));
+    loss.backward();
+    return std::make_tuple(y, w.grad(), b.grad());
+  };
+  auto [yc, gwc, gbc] = run(*cpu_, x_c, w_c, b_c);
+  auto [yg, gwg, gbg] = run(*gpu_, to_gpu(x_c), to_gpu(w_c), to_gpu(b_c));
+  EXPECT_LE(rel_err(values(yg), cpu_values(yc)), 1e-5);
+  EXPECT_LE(rel_err(values(gwg), cpu_values(gwc)), 1e-5);
+  EXPECT_LE(rel_err(values(gbg), cpu_values(gbc)), 1e-5);
+}
+
+TEST_F(EngineCudaOps, TeacherStudentTrainingConvergesInFp32AndBf16) {
+  for (bool bf16 : {false, true}) {
+    ContextGuard g(*gpu_);
+    TrainResult r = train_teacher_student(bf16);
+    EXPECT_GT(r.first, 0);
+    EXPECT_LT(r.last, r.first / 10) << (bf16 ? "bf16" : "fp32") << ": first " << r.first << " last " << r.last;
+  }
+}
+
+// Memory readings on the GPU equal the simulated device's for the same protocol.
+TEST(EngineCudaParity, ProtocolReadingsEqualTheSimulatedDevice) {
+  std::string why;
+  if (!make_cuda_backend(&why)) GTEST_SKIP() << "no CUDA backend: " << why;
+  std::string name = open_device("cuda:0")->info().name;
+  std::string sim = name.find("H200") != std::string::npos   ? "sim:h200-141gb"
+                    : name.find("H100") != std::string::npos ? "sim:h100-80gb"
+                                                             : "";
+  if (sim.empty()) GTEST_SKIP() << "no simulated preset for " << name;
+  for (const char* precision : {"fp32", "bf16"}) {
+    ProtocolConfig cfg;
+    cfg.model = "residual";
+    cfg.dim = 1024;
+    cfg.depth = 4;
+    cfg.batch = 512;
+    cfg.optimizer = "adam";
+    cfg.precision = precision;
+    cfg.device = sim;
+    cfg.backend = "sim";
+    ProtocolResult s = run_protocol(cfg);
+    cfg.device = "cuda:0";
+    cfg.backend = "cuda";
+    ProtocolResult c = run_protocol(cfg);
+    EXPECT_EQ(c.base, s.base) << precision;
+    ASSERT_EQ(c.readings.size(), s.readings.size());
+    for (size_t i = 0; i < s.readings.size(); ++i)
+      EXPECT_EQ(c.readings[i], s.readings[i]) << precision << " " << s.readings[i].first;
+  }
+}
+
+#endif  // VRAMLAB_HAVE_CUDA
+
+}  // namespace
+}  // namespace vramlab::engine

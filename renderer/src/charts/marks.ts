@@ -1,0 +1,106 @@
+// A chart.js plugin that draws what a memory timeline needs around its lines: phase bands
+// behind, then the capacity line, the peak and the OOM in front. Reads its data from
+// options.plugins.marks so one plugin instance serves every chart.
+import type { Chart, Plugin } from 'chart.js';
+import { formatBytes } from '../lib/units';
+import { PHASE_COLORS, type RunSeries } from '../lib/series';
+
+export interface MarksOptions {
+  series?: RunSeries | null;
+  capacity?: number | null;
+  colors?: { fg: string; danger: string; accent: string; muted: string };
+  /** A vertical cursor (segment-map scrub position), in x units. */
+  cursor?: number | null;
+}
+
+function opts(chart: Chart): MarksOptions {
+  return ((chart.options.plugins as Record<string, unknown>)?.marks ?? {}) as MarksOptions;
+}
+
+export const marksPlugin: Plugin = {
+  id: 'marks',
+  beforeDatasetsDraw(chart) {
+    const o = opts(chart);
+    const s = o.series;
+    if (!s || !s.phases.length) return;
+    const { ctx, chartArea: area, scales } = chart;
+    const x = scales.x;
+    const min = x.min;
+    const max = x.max;
+    const last = s.lastX();
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(area.left, area.top, area.right - area.left, area.bottom - area.top);
+    ctx.clip();
+    for (const p of s.phases) {
+      const end = Number.isNaN(p.end) ? last : p.end;
+      if (end < min || p.start > max) continue;
+      const color = PHASE_COLORS[p.name];
+      if (!color) continue;
+      const x0 = x.getPixelForValue(p.start);
+      const x1 = x.getPixelForValue(end);
+      // Phases squeezed into one instant (samples merged under backpressure) would stack into a dark line.
+      if (x1 - x0 < 0.5) continue;
+      ctx.fillStyle = color;
+      ctx.fillRect(x0, area.top, x1 - x0, area.bottom - area.top);
+    }
+    ctx.restore();
+  },
+  afterDatasetsDraw(chart) {
+    const o = opts(chart);
+    const c = o.colors ?? { fg: '#222', danger: '#b42318', accent: '#6d28d9', muted: '#666' };
+    const { ctx, chartArea: area, scales } = chart;
+    const x = scales.x;
+    const y = scales.y;
+    ctx.save();
+    ctx.font = '12px system-ui, sans-serif';
+    if (o.capacity && o.capacity <= y.max * 1.0001) {
+      const py = y.getPixelForValue(o.capacity);
+      ctx.strokeStyle = c.danger;
+      ctx.setLineDash([6, 4]);
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(area.left, py);
+      ctx.lineTo(area.right, py);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = c.danger;
+      ctx.textAlign = 'left';
+      ctx.fillText(`capacity ${formatBytes(o.capacity)}`, area.left + 6, py - 4);
+    }
+    const s = o.series;
+    if (s?.peak && s.peak.x >= x.min && s.peak.x <= x.max) {
+      const px = x.getPixelForValue(s.peak.x);
+      const py = y.getPixelForValue(s.peak.y);
+      ctx.fillStyle = c.accent;
+      ctx.beginPath();
+      ctx.arc(px, py, 4, 0, Math.PI * 2);
+      ctx.fill();
+      const label = `peak ${formatBytes(s.peak.y)}`;
+      ctx.textAlign = px > (area.left + area.right) / 2 ? 'right' : 'left';
+      ctx.fillText(label, px + (ctx.textAlign === 'right' ? -8 : 8), Math.max(area.top + 12, py - 8));
+    }
+    if (s?.oom) {
+      const px = Math.min(area.right, Math.max(area.left, x.getPixelForValue(s.oom.x)));
+      ctx.strokeStyle = c.danger;
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.moveTo(px, area.top);
+      ctx.lineTo(px, area.bottom);
+      ctx.stroke();
+      ctx.fillStyle = c.danger;
+      ctx.textAlign = px > (area.left + area.right) / 2 ? 'right' : 'left';
+      ctx.fillText('OOM', px + (ctx.textAlign === 'right' ? -6 : 6), area.top + 14);
+    }
+    if (o.cursor !== null && o.cursor !== undefined && o.cursor >= x.min && o.cursor <= x.max) {
+      const px = x.getPixelForValue(o.cursor);
+      ctx.strokeStyle = c.fg;
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(px, area.top);
+      ctx.lineTo(px, area.bottom);
+      ctx.stroke();
+    }
+    ctx.restore();
+  },
+};

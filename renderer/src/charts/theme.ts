@@ -1,0 +1,42 @@
+// Colours for canvases, read from the CSS variables so light and dark themes both apply.
+export interface ChartColors {
+  fg: string;
+  muted: string;
+  grid: string;
+  danger: string;
+  accent: string;
+  bg: string;
+  series: { allocated: string; reserved: string; active: string };
+  categories: string[];
+}
+
+export function chartColors(el: Element = document.documentElement): ChartColors {
+  const css = getComputedStyle(el);
+  const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+  const dark = v('--bg', '#fff').toLowerCase() !== '#ffffff';
+  return {
+    fg: v('--fg', '#1b1f24'),
+    muted: v('--muted', '#5b6470'),
+    grid: v('--border', '#d8dee6'),
+    danger: v('--danger', '#b42318'),
+    accent: v('--accent', '#6d28d9'),
+    bg: v('--bg', '#ffffff'),
+    series: dark
+      ? { allocated: '#60a5fa', reserved: '#f59e0b', active: '#34d399' }
+      : { allocated: '#1d4ed8', reserved: '#b45309', active: '#047857' },
+    // parameters, gradients, optimizer state, activations, temporaries, inputs, workspace, other, cached-free
+    categories: ['#6366f1', '#f59e0b', '#10b981', '#3b82f6', '#ef4444', '#8b5cf6', '#64748b', '#a3a3a3', dark ? 'rgba(226,232,240,0.35)' : 'rgba(100,116,139,0.45)'],
+  };
+}
+
+/** Calls back when the OS theme or the page's data-theme changes. */
+export function onThemeChange(fn: () => void): () => void {
+  const mq = matchMedia('(prefers-color-scheme: dark)');
+  mq.addEventListener('change', fn);
+  const mo = new MutationObserver(fn);
+  mo.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
+  return () => {
+    mq.removeEventListener('change', fn);
+    mo.disconnect();
+  };
+}

@@ -1,0 +1,16 @@
+// The host methods the lab's screens use, typed by the contract (main/contract/methods.ts).
+import type { SpecInput, SweepParam } from '$contract/spec';
+import { call, type Transport } from '../transport/transport';
+
+export const api = {
+  startRun: (t: Transport, spec: SpecInput, name?: string) => call(t, 'run.start', name ? { spec, name } : { spec }),
+  cancelRun: (t: Transport, runId: string) => call(t, 'run.cancel', { runId }),
+  listRuns: (t: Transport) => call(t, 'runs.list'),
+  getRun: (t: Transport, id: string) => call(t, 'runs.get', { id }),
+  renameRun: (t: Transport, id: string, name: string) => call(t, 'runs.rename', { id, name }),
+  deleteRun: (t: Transport, id: string) => call(t, 'runs.delete', { id }),
+  exportCsv: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportCsv', target),
+  exportJson: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportJson', target),
+  startSweep: (t: Transport, spec: SpecInput, param: SweepParam, values: unknown[]) => call(t, 'sweep.start', { spec, param, values }),
+  startFit: (t: Transport, spec: SpecInput) => call(t, 'fit.start', { spec }),
+};

@@ -1,0 +1,162 @@
+// One run's memory timeline as the charts read it: columns of numbers that grow as
+// progress batches arrive, kept as chart.js's normalized {x, y} points so the chart can
+// skip parsing, plus the phase intervals, the peak and the OOM if there was one.
+
+import { CATEGORIES as CONTRACT_CATEGORIES, type MemorySample, type RunEvent } from '$contract/runs';
+
+/** Category labels for legends, in the contract's order. */
+export const CATEGORIES = CONTRACT_CATEGORIES.map((c) => c.replace('_', ' '));
+
+export interface Point {
+  x: number;
+  y: number;
+}
+
+export interface Phase {
+  name: string; // forward | backward | optimizer_step | zero_grad | ...
+  iteration: number;
+  start: number; // x units (ms of run time)
+  end: number; // NaN while open
+}
+
+export interface Oom {
+  x: number;
+  message: string; // PyTorch's message
+  diagnosis: string;
+}
+
+/** One sample as it arrives from the host (see ingestProgress for the accepted shapes). */
+export interface Sample {
+  t: number; // ms
+  allocated: number;
+  reserved: number;
+  active?: number;
+  byCategory?: number[]; // CATEGORIES order
+  op?: string;
+  module?: string;
+}
+
+export class RunSeries {
+  readonly allocated: Point[] = [];
+  readonly reserved: Point[] = [];
+  readonly active: Point[] = [];
+  /** Per category, stacked view; the last one is cached-free (reserved - allocated). */
+  readonly categories: Point[][] = [...CATEGORIES, 'cached-free'].map(() => []);
+  readonly ops: Array<string | undefined> = [];
+  readonly modules: Array<string | undefined> = [];
+  readonly phases: Phase[] = [];
+  peak: { x: number; y: number; index: number } | null = null;
+  /** Allocator trace (when the spec recorded history): the segment map replays it. */
+  readonly allocEvents: Extract<RunEvent, { type: 'alloc' }>[] = [];
+  /** Open "module" phases, innermost last, so each sample knows the module it ran in. */
+  private moduleStack: string[] = [];
+  /** The latest allocation's module and op: what the run was doing when a sample was taken. */
+  private lastAlloc: { module: string; op: string } | null = null;
+  private lastT = -Infinity;
+  oom: Oom | null = null;
+  capacity: number | null = null;
+  /** Highest reserved so far: the y range, without scanning 100k points every frame. */
+  maxReserved = 0;
+  /** Bumped on every change, so views know to redraw. */
+  version = 0;
+
+  get length(): number {
+    return this.allocated.length;
+  }
+
+  push(s: Sample): void {
+    const x = s.t;
+    this.allocated.push({ x, y: s.allocated });
+    this.reserved.push({ x, y: s.reserved });
+    this.active.push({ x, y: s.active ?? s.allocated });
+    const cats = s.byCategory;
+    for (let c = 0; c < CATEGORIES.length; c++) this.categories[c].push({ x, y: cats ? (cats[c] ?? 0) : 0 });
+    this.categories[CATEGORIES.length].push({ x, y: Math.max(0, s.reserved - s.allocated) });
+    this.ops.push(s.op);
+    this.modules.push(s.module);
+    if (s.reserved > this.maxReserved) this.maxReserved = s.reserved;
+    if (!this.peak || s.allocated > this.peak.y) this.peak = { x, y: s.allocated, index: this.allocated.length - 1 };
+    this.version++;
+  }
+
+  /** Adds a batch as the host sends it (run.progress) or stores it (runs.get timeline + events). */
+  ingest(samples: readonly MemorySample[], events: readonly RunEvent[]): void {
+    // Markers and samples are each in time order; apply markers up to each sample's time.
+    let e = 0;
+    for (const s of samples) {
+      while (e < events.length && events[e].t <= s.t) this.applyEvent(events[e++]);
+      this.push({
+        t: Math.max(s.t, this.lastT),
+        allocated: s.allocated,
+        reserved: s.reserved,
+        active: s.active,
+        byCategory: s.by,
+        module: this.moduleStack[this.moduleStack.length - 1] || this.lastAlloc?.module || undefined,
+        op: this.lastAlloc?.op || undefined,
+      });
+      this.lastT = Math.max(s.t, this.lastT);
+    }
+    while (e < events.length) this.applyEvent(events[e++]);
+  }
+
+  private applyEvent(ev: RunEvent): void {
+    if (ev.type === 'alloc') {
+      this.allocEvents.push(ev);
+      // `op` is read when the host sends it (the allocator's context tags carry it).
+      if (ev.action === 'alloc') this.lastAlloc = { module: ev.module, op: (ev as { op?: string }).op ?? '' };
+      if (ev.action === 'oom' && !this.oom) this.oom = { x: ev.t, message: '', diagnosis: '' };
+      return;
+    }
+    if (ev.name === 'module') {
+      if (ev.edge === 'begin') this.moduleStack.push(ev.module);
+      else this.moduleStack.pop();
+      return;
+    }
+    if (!(ev.name in PHASE_COLORS)) return;
+    if (ev.edge === 'begin') this.phaseBegin(ev.name, ev.t, ev.iteration);
+    else this.phaseEnd(ev.name, ev.t);
+  }
+
+  phaseBegin(name: string, x: number, iteration = -1): void {
+    this.phases.push({ name, iteration, start: x, end: Number.NaN });
+    this.version++;
+  }
+
+  phaseEnd(name: string, x: number): void {
+    for (let i = this.phases.length - 1; i >= 0; i--) {
+      const p = this.phases[i];
+      if (p.name === name && Number.isNaN(p.end)) {
+        p.end = x;
+        break;
+      }
+    }
+    this.version++;
+  }
+
+  /** Index of the last sample at or before x (binary search: x only grows). */
+  indexAt(x: number): number {
+    const a = this.allocated;
+    let lo = 0;
+    let hi = a.length - 1;
+    if (hi < 0) return -1;
+    if (x <= a[0].x) return 0;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (a[mid].x <= x) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  lastX(): number {
+    return this.allocated.length ? this.allocated[this.allocated.length - 1].x : 0;
+  }
+}
+
+/** Phases worth a band on the chart, and their colours (light and dark both readable). */
+export const PHASE_COLORS: Record<string, string> = {
+  forward: 'rgba(59, 130, 246, 0.10)',
+  backward: 'rgba(245, 158, 11, 0.12)',
+  optimizer_step: 'rgba(16, 185, 129, 0.14)',
+  zero_grad: 'rgba(148, 163, 184, 0.14)',
+};

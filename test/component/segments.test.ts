@@ -1,0 +1,57 @@
+// Rebuilding the allocator's segments from a trace: the fragmentation scenario of
+// test/refs (1000 MiB segment, five 200 MiB parts, 0/2/4 freed) leaves 600 MiB cached in
+// three separate holes, none large enough for 400 MiB.
+import { describe, expect, it } from 'vitest';
+import { segmentsAt } from '../../renderer/src/lib/segments';
+import type { AllocatorEvent } from '../../main/contract/runs';
+
+const MiB = 1 << 20;
+const ev = (t: number, action: string, addr: number, size: number, category: AllocatorEvent['category'] = ''): AllocatorEvent => ({
+  t,
+  action,
+  addr,
+  size,
+  category,
+  module: '',
+});
+
+describe('segmentsAt', () => {
+  const base = 0x7f0000000000;
+  const trace: AllocatorEvent[] = [
+    ev(0, 'segment_alloc', base, 1000 * MiB),
+    ev(1, 'alloc', base, 1000 * MiB, 'temporaries'),
+    ev(2, 'free_completed', base, 1000 * MiB),
+    ...[0, 1, 2, 3, 4].map((i) => ev(3 + i, 'alloc', base + i * 200 * MiB, 200 * MiB, 'activations')),
+    ...[0, 2, 4].map((i) => ev(10 + i, 'free_completed', base + i * 200 * MiB, 200 * MiB)),
+    ev(20, 'segment_alloc', base + 2000 * MiB, 2 * MiB),
+    ev(21, 'alloc', base + 2000 * MiB, 512, 'inputs'),
+  ];
+
+  it('shows the holes that cause the OOM', () => {
+    const s = segmentsAt(trace, 15);
+    expect(s.segments).toHaveLength(1);
+    expect(s.reserved).toBe(1000 * MiB);
+    expect(s.allocated).toBe(400 * MiB);
+    expect(s.inactiveSplit).toBe(600 * MiB);
+    expect(s.largestFree).toBe(200 * MiB);
+    expect(s.segments[0].blocks.map((b) => b.allocated)).toEqual([false, true, false, true, false]);
+  });
+
+  it('counts a segment with nothing allocated as cached-free, and tells the pools apart', () => {
+    expect(segmentsAt(trace, 2).cachedFree).toBe(1000 * MiB);
+    const s = segmentsAt(trace, 30);
+    expect(s.segments.map((g) => g.pool)).toEqual(['large', 'small']);
+    expect(s.segments[1].blocks[0]).toMatchObject({ allocated: true, size: 512, category: 'inputs' });
+  });
+
+  it('rounds traced request sizes up to the 512-byte blocks the allocator hands out', () => {
+    const s = segmentsAt([ev(0, 'segment_alloc', base, 2 * MiB), ev(1, 'alloc', base, 1000, 'temporaries'), ev(2, 'alloc', base + 1024, 1, 'inputs')], 5);
+    expect(s.segments[0].blocks.slice(0, 2).map((b) => b.size)).toEqual([1024, 512]);
+    expect(s.allocated).toBe(1536);
+  });
+
+  it('drops a freed segment', () => {
+    const s = segmentsAt([...trace, ev(40, 'free_completed', base + 2000 * MiB, 512), ev(41, 'segment_free', base + 2000 * MiB, 2 * MiB)], 50);
+    expect(s.segments).toHaveLength(1);
+  });
+});

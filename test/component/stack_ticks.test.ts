@@ -1,0 +1,37 @@
+// The stacked view's own decimation and the byte-sized axis ticks.
+import { describe, expect, it } from 'vitest';
+import { stackDecimated } from '../../renderer/src/lib/stack';
+import { byteTicks } from '../../renderer/src/charts/ticks';
+
+describe('stackDecimated', () => {
+  const n = 100_000;
+  const a = Array.from({ length: n }, (_, i) => ({ x: i, y: 10 }));
+  const b = Array.from({ length: n }, (_, i) => ({ x: i, y: i === 54_321 ? 1000 : 5 }));
+  const total = a.map((p, i) => ({ x: p.x, y: p.y + b[i].y }));
+
+  it('keeps at most two points per bucket, shared x values, cumulative y', () => {
+    const [sa, sb] = stackDecimated([a, b], total, 0, n - 1, 500);
+    expect(sa.length).toBeLessThanOrEqual(1000);
+    expect(sa.map((p) => p.x)).toEqual(sb.map((p) => p.x));
+    expect(sb.every((p, i) => p.y === sa[i].y + p.v)).toBe(true);
+  });
+
+  it('keeps the peak sample', () => {
+    const [, sb] = stackDecimated([a, b], total, 0, n - 1, 500);
+    expect(sb.some((p) => p.x === 54_321 && p.v === 1000)).toBe(true);
+  });
+
+  it('returns every point of a zoomed-in range', () => {
+    const [sa] = stackDecimated([a, b], total, 1000, 1100, 500);
+    expect(sa[0].x).toBe(999);
+    expect(sa[sa.length - 1].x).toBe(1101);
+  });
+});
+
+describe('byteTicks', () => {
+  it('steps in round binary sizes', () => {
+    const MiB = 2 ** 20;
+    expect(byteTicks(130 * MiB).map((t) => t.value / MiB)).toEqual([0, 25, 50, 75, 100, 125]);
+    expect(byteTicks(3 * 2 ** 30).map((t) => t.value / 2 ** 30)).toEqual([0, 0.5, 1, 1.5, 2, 2.5, 3]);
+  });
+});

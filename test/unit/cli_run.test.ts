@@ -1,0 +1,164 @@
+// `vramlab run` end to end on the simulated device: the parity protocol's readings
+// through --json, invalid specs, OOM as a result, CSV export and the runs command.
+// Needs the addon built with the engine (VRAMLAB_ADDON or build/Release).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Papa from 'papaparse';
+import { main } from '../../main/cli/main';
+import type { CliIO } from '../../main/cli/io';
+import reference from '../refs/pytorch_reference.json';
+
+const MiB = 2 ** 20;
+let dir = '';
+let savedHome: string | undefined;
+beforeAll(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-cli-'));
+  savedHome = process.env.VRAMLAB_HOME;
+  process.env.VRAMLAB_HOME = path.join(dir, 'home');
+});
+afterAll(() => {
+  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
+  else process.env.VRAMLAB_HOME = savedHome;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function cli(args: string[]) {
+  let out = '';
+  let err = '';
+  const io: CliIO = { out: (t) => (out += t), err: (t) => (err += t) };
+  const code = await main(args, io);
+  return { code, out, err };
+}
+
+let n = 0;
+function specFile(spec: unknown): string {
+  const f = path.join(dir, `spec${n++}.json`);
+  writeFileSync(f, typeof spec === 'string' ? spec : JSON.stringify(spec));
+  return f;
+}
+
+type ParityConfig = { model: string; in?: number; hidden?: number; depth: number; out?: number; dim?: number; batch: number; ckpt?: string; opt: string };
+
+function toSpec(c: ParityConfig) {
+  return {
+    model: c.model === 'mlp' ? { kind: 'mlp', in: c.in, hidden: c.hidden, depth: c.depth, out: c.out } : { kind: 'residual', dim: c.dim, depth: c.depth },
+    batch: c.batch,
+    checkpoint: c.ckpt ?? 'none',
+    optimizer: c.opt,
+    iterations: 2,
+    accum: 1,
+    precision: 'fp32',
+    device: 'sim:h200-141gb',
+  };
+}
+
+describe('vramlab run --json reproduces the PyTorch parity readings', () => {
+  const runs = (reference as { parity_examples: { runs: { config: ParityConfig; torch: Record<string, number> }[] } }).parity_examples.runs;
+  it.each(runs.map((r) => [`${r.config.model} ${r.config.ckpt ?? ''} ${r.config.opt}`, r] as const))('%s', async (_name, ref) => {
+    const { code, out, err } = await cli(['run', specFile(toSpec(ref.config)), '--json']);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const result = JSON.parse(out);
+    expect(result.status).toBe('done');
+    expect(result.oom).toBeNull();
+    expect(Object.keys(result.readings)).toEqual(Object.keys(ref.torch));
+    for (const [key, want] of Object.entries(ref.torch)) {
+      const tol = Math.max(0.01 * Math.abs(want), 2 * MiB);
+      expect(Math.abs(result.readings[key] - want), `${key}: got ${result.readings[key]}, PyTorch ${want}`).toBeLessThanOrEqual(tol);
+    }
+  });
+
+  it('has the inference and loss-accumulation keys', async () => {
+    const inf = JSON.parse((await cli(['run', specFile({ mode: 'inference' }), '--json'])).out);
+    expect(Object.keys(inf.readings)).toEqual(['params', 'input', 'after_forward', 'peak']);
+    const keep = JSON.parse((await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: true }), '--json'])).out);
+    const drop = JSON.parse((await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: false }), '--json'])).out);
+    expect(Object.keys(keep.readings)).toContain('after_loop');
+    // Keeping the loss tensor keeps ten graphs' activations alive; .item() keeps none.
+    expect(keep.readings.after_loop).toBeGreaterThan(drop.readings.after_loop + 9 * 256 * 2048 * 4);
+  });
+});
+
+describe('vramlab run', () => {
+  it('rejects an invalid spec with the field and range, starting nothing', async () => {
+    const r = await cli(['run', specFile({ batch: 0, model: { kind: 'mlp', depth: -1 } }), '--json']);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain('batch: must be an integer from 1 to');
+    expect(r.err).toContain('model.depth: must be an integer from 1 to');
+    expect(JSON.parse((await cli(['runs', '--json'])).out).every((m: { spec: { batch: number } }) => m.spec.batch !== 0)).toBe(true);
+    expect((await cli(['run', specFile('{not json'), '--json'])).err).toMatch(/is not JSON/);
+    expect((await cli(['run', path.join(dir, 'missing.json')])).code).toBe(2);
+    expect((await cli(['run', specFile({ device: 'sim:nonesuch' }), '--json'])).err).toMatch(/nonesuch/);
+    expect((await cli(['run', specFile({ alloc_conf: 'max_split_size_mb:1' }), '--json'])).err).toMatch(/max_split_size_mb/);
+  });
+
+  it('reports an OOM as a result (exit 0) with PyTorch\'s message and a diagnosis; --fail-on-oom exits 3', async () => {
+    const spec = specFile({ batch: 65536, capacity: '2GiB', device: 'sim:h100-80gb' });
+    const r = await cli(['run', spec, '--json']);
+    expect(r.code).toBe(0);
+    const res = JSON.parse(r.out);
+    expect(res.status).toBe('oom');
+    expect(res.oom.message).toMatch(/^CUDA out of memory\. Tried to allocate/);
+    expect(res.oom.message).toMatch(/2\.00 GiB allowed/);
+    expect(res.oom.capacity).toBe(2 * 2 ** 30);
+    expect(res.oom.requested).toBeGreaterThan(0);
+    expect(res.oom.dominant.category).toBe('activations');
+    expect(res.oom.suggestions.join(' ')).toMatch(/batch/);
+    expect((await cli(['run', spec, '--json', '--fail-on-oom'])).code).toBe(3);
+    const human = await cli(['run', spec]);
+    expect(human.out).toMatch(/OUT OF MEMORY/);
+  });
+
+  it('writes the timeline as CSV and manages runs through `vramlab runs`', async () => {
+    const csvFile = path.join(dir, 'timeline.csv');
+    const r = await cli(['run', specFile({ model: { kind: 'residual', depth: 4, dim: 256 }, batch: 32 }), '--json', '--csv', csvFile, '--name', 'csv run']);
+    expect(r.code).toBe(0);
+    const { id, summary_peak = JSON.parse(r.out).peak_allocated } = JSON.parse(r.out);
+    const parsed = Papa.parse<Record<string, number | string | null>>(readFileSync(csvFile, 'utf8'), { header: true, dynamicTyping: true, skipEmptyLines: true });
+    expect(parsed.errors).toEqual([]);
+    expect(parsed.data.length).toBeGreaterThan(10);
+    expect(Math.max(...parsed.data.map((row) => Number(row.allocated_bytes)))).toBe(summary_peak);
+    const phases = new Set(parsed.data.map((row) => row.phase));
+    for (const p of ['forward', 'backward', 'optimizer_step']) expect(phases).toContain(p);
+    for (const row of parsed.data)
+      expect(Number(row.cached_free_bytes)).toBe(Number(row.reserved_bytes) - Number(row.allocated_bytes));
+
+    const list = JSON.parse((await cli(['runs', 'list', '--json'])).out);
+    expect(list.find((m: { id: string }) => m.id === id).name).toBe('csv run');
+    expect((await cli(['runs', 'rename', id, 'renamed', 'run'])).code).toBe(0);
+    expect(JSON.parse((await cli(['runs', 'show', id, '--json'])).out).name).toBe('renamed run');
+    const summaryFile = path.join(dir, 'summary.csv');
+    expect((await cli(['runs', 'export-summary', '--csv', summaryFile])).code).toBe(0);
+    const rows = Papa.parse<Record<string, unknown>>(readFileSync(summaryFile, 'utf8'), { header: true, skipEmptyLines: true }).data;
+    expect(rows.length).toBe(list.length);
+    const other = list.find((m: { id: string }) => m.id !== id).id;
+    expect((await cli(['runs', 'compare', id, other])).out).toContain('peak allocated');
+    expect((await cli(['runs', 'delete', id])).code).toBe(0);
+    expect((await cli(['runs', 'show', id])).code).toBe(1);
+  });
+
+  it('sweeps and fits from the command line', async () => {
+    const base = specFile({ model: { kind: 'residual', depth: 8, dim: 256 }, batch: 16, device: 'sim:h100-80gb' });
+    const sweep = await cli(['sweep', base, '--param', 'checkpoint', '--values', 'none,block,sqrt', '--json', '-q']);
+    expect(sweep.code).toBe(0);
+    const s = JSON.parse(sweep.out);
+    expect(s.runs.map((r: { value: unknown }) => r.value)).toEqual(['none', 'block', 'sqrt']);
+    const fwd = s.runs.map((r: { readings: Record<string, number> }) => r.readings.after_forward);
+    expect(fwd[1]).toBeLessThan(fwd[0]); // checkpointing keeps fewer activations
+    const bad = await cli(['sweep', base, '--param', 'batch', '--values', '8,-1']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/value 2 \(-1\): batch/);
+
+    const fit = await cli(['fit', specFile({ batch: 256, capacity: '1GiB', device: 'sim:h100-80gb' }), '--json', '-q']);
+    expect(fit.code).toBe(0);
+    const f = JSON.parse(fit.out);
+    expect(f.capacity).toBe(2 ** 30);
+    const ok = f.probes.filter((p: { ok: boolean }) => p.ok).map((p: { batch: number }) => p.batch);
+    const bad2 = f.probes.filter((p: { ok: boolean }) => !p.ok).map((p: { batch: number }) => p.batch);
+    expect(f.batch).toBe(Math.max(...ok));
+    expect(Math.min(...bad2)).toBe(f.batch + 1);
+  }, 120_000);
+});
