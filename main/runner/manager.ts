@@ -35,7 +35,6 @@ export interface StartedRun {
 
 interface Active {
   handle: NativeRunHandle | null;
-  cancelled: boolean;
 }
 
 export class RunManager {
@@ -57,8 +56,8 @@ export class RunManager {
     const writer = await this.store.create(spec, { name: opts.name, group: opts.group });
     const runId = writer.id;
     const tracker = new PeakTracker();
-    const batcher = new ProgressBatcher(runId, (p) => this.events.progress?.(p), this.batching);
-    const entry: Active = { handle: null, cancelled: false };
+    const batcher = new ProgressBatcher(runId, (p) => quietly(() => this.events.progress?.(p)), this.batching);
+    const entry: Active = { handle: null };
     let resolveDone!: (m: RunMeta) => void;
     const done = new Promise<RunMeta>((r) => (resolveDone = r));
 
@@ -74,16 +73,27 @@ export class RunManager {
     // A wake-up only schedules the pull: the loop gets a turn between batches.
     let scheduled = false;
     let finished = false;
+    let failure: string | null = null; // a bug on this side stops the run, never the process
     const pump = () => {
       scheduled = false;
       if (finished || !entry.handle) return;
       const batch = entry.handle.drain();
-      ingest(batch);
+      try {
+        ingest(batch);
+      } catch (err) {
+        failure ??= `runner: ${describeError(err)}`;
+        entry.handle.cancel();
+      }
       if (batch.outcome) {
         finished = true;
         this.active.delete(runId);
-        batcher.close();
-        void this.finish(spec, writer, batch.outcome, tracker).then(resolveDone);
+        try {
+          batcher.close();
+        } catch (err) {
+          failure ??= `runner: ${describeError(err)}`;
+        }
+        const outcome = failure ? { ...batch.outcome, status: 'error' as const, error: failure } : batch.outcome;
+        void this.finish(spec, writer, outcome, tracker).then(resolveDone);
       }
     };
     const onWake = () => {
@@ -108,7 +118,6 @@ export class RunManager {
   cancel(runId: string): boolean {
     const a = this.active.get(runId);
     if (!a) return false;
-    a.cancelled = true;
     a.handle?.cancel();
     return true;
   }
@@ -122,15 +131,23 @@ export class RunManager {
   }
 
   private async finish(spec: Spec, writer: RunWriter, outcome: NativeOutcome, tracker: PeakTracker): Promise<RunMeta> {
-    const summary = summarize(spec, outcome, tracker);
     let meta: RunMeta;
+    let message: string | null = null;
     try {
-      meta = await writer.finish(summary.status, summary);
+      const summary = summarize(spec, outcome, tracker);
+      try {
+        meta = await writer.finish(summary.status, summary);
+      } catch (err) {
+        message = `store: ${describeError(err)}`;
+        meta = { ...writer.meta, status: 'error', summary: { ...summary, status: 'error', error: message } };
+      }
     } catch (err) {
-      meta = { ...writer.meta, status: 'error', summary: { ...summary, status: 'error', error: `store: ${describeError(err)}` } };
+      // Summarizing failed (a bug): the run still ends, as an error, and is kept.
+      message = `runner: ${describeError(err)}`;
+      meta = await writer.finish('error', null).catch(() => ({ ...writer.meta, status: 'error' as const }));
     }
-    if (meta.status === 'error') this.events.error?.(meta.id, meta.summary?.error ?? 'run failed', meta);
-    else this.events.done?.(meta);
+    if (meta.status === 'error') quietly(() => this.events.error?.(meta.id, message ?? meta.summary?.error ?? 'run failed', meta));
+    else quietly(() => this.events.done?.(meta));
     return meta;
   }
 }
@@ -138,4 +155,13 @@ export class RunManager {
 function nameCategory(e: NativeEventBatch['events'][number]): RunEvent {
   if (e.type !== 'alloc') return e;
   return { ...e, category: e.category >= 0 && e.category < CATEGORIES.length ? CATEGORIES[e.category] : '' };
+}
+
+/** Listeners run from timers and native wake-ups: one that throws must not take the process down. */
+function quietly(fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    process.emitWarning(`vramlab run listener failed: ${describeError(err)}`);
+  }
 }

@@ -93,6 +93,8 @@ describe('vramlab run', () => {
     expect((await cli(['run', path.join(dir, 'missing.json')])).code).toBe(2);
     expect((await cli(['run', specFile({ device: 'sim:nonesuch' }), '--json'])).err).toMatch(/nonesuch/);
     expect((await cli(['run', specFile({ alloc_conf: 'max_split_size_mb:1' }), '--json'])).err).toMatch(/max_split_size_mb/);
+    expect((await cli(['run', specFile({ loss: 'mse' }), '--json'])).err).toMatch(/loss "mse"/);
+    expect((await cli(['run', specFile({ capacity: '500GiB' }), '--json'])).err).toMatch(/capacity .* is more than sim:h100-80gb/);
   });
 
   it('reports an OOM as a result (exit 0) with PyTorch\'s message and a diagnosis; --fail-on-oom exits 3', async () => {

@@ -345,3 +345,21 @@ describe('host methods (run.start ... fit.start)', () => {
     expect(fit.probes.find((p: any) => p.batch === fit.batch + 1)?.ok ?? false).toBe(false);
   }, 60_000);
 });
+
+describe('runner robustness', () => {
+  it('survives listeners that throw: the run still finishes and is stored', async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-throw-'));
+    temps.push(home);
+    const store = await RunStore.open(home);
+    const boom = () => {
+      throw new Error('listener bug');
+    };
+    const manager = new RunManager(native, store, { progress: boom, done: boom, error: boom });
+    const warned = new Promise((resolve) => process.once('warning', resolve));
+    const run = await manager.start({}, { job: synthetic({ steps: 20, step_ms: 1 }), onBatch: () => undefined });
+    const meta = await run.done;
+    expect(meta.status).toBe('done');
+    expect(await warned).toBeInstanceOf(Error);
+    expect((await store.get(run.runId)).timeline).toHaveLength(20);
+  });
+});
