@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../main/cli/main';
@@ -154,7 +155,7 @@ describe.skipIf(!replayReady)('vramlab replay (native allocator)', () => {
   });
 
   it('export --from-replay writes a snapshot that imports back with the replay trace', async () => {
-    const out = path.join(FIX, '../../test-output/snapshot-replay-export.pickle');
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'vramlab-export-')), 'snapshot-replay-export.pickle');
     const io = capture();
     expect(await main(['snapshot', 'export', '--from-replay', file('mlp_adam'), '-o', out], io)).toBe(0);
     const s = loadSnapshotFile(out);
