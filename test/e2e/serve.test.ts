@@ -94,6 +94,7 @@ describe.skipIf(!haveChromium())('vramlab serve in Chromium', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
     await page.goto(server.url);
+    await page.getByRole('tab', { name: 'Devices' }).click();
     const row = page.locator('[data-device-id="sim:h100-80gb"]');
     await row.waitFor();
     expect(await row.textContent()).toContain('79.18 GiB');
