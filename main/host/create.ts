@@ -13,7 +13,7 @@ export interface HostOptions {
 
 export function createHost(native: NativeAddon, options: HostOptions = {}): Host {
   const host = new Host(native);
-  registerRunMethods(host, native, { home: options.home ?? defaultHome() });
+  registerRunMethods(host, native, { home: options.home ?? defaultHome(), ready: () => !host.isCongested() });
   registerSnapshotMethods(host, native);
   registerPlaygroundMethods(host, native);
   return host;

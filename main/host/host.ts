@@ -27,6 +27,19 @@ export class Host {
   }
 
   private readonly disposers: Array<() => void> = [];
+  private readonly congestion = new Set<() => boolean>();
+
+  /** A transport reports whether its clients are falling behind; while any is, run progress
+   * batches wait and merge instead of piling up in socket buffers. Returns the unregister. */
+  addCongestionProbe(probe: () => boolean): () => void {
+    this.congestion.add(probe);
+    return () => this.congestion.delete(probe);
+  }
+
+  isCongested(): boolean {
+    for (const probe of this.congestion) if (probe()) return true;
+    return false;
+  }
 
   /** Work to undo when the host shuts down (cancel runs, close stores). */
   onDispose(fn: () => void): void {

@@ -26,6 +26,8 @@ export interface RunningServer {
 
 /** A client whose socket has this much unsent data gets no more events until it drains. */
 const MAX_BUFFERED = 8 << 20;
+/** Above this much unsent data, run progress waits and merges (backpressure to the runner). */
+const CONGESTED_BUFFERED = 1 << 20;
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const bind = opts.bind ?? '127.0.0.1';
@@ -53,6 +55,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     for (const ws of wss.clients) if (ws.readyState === ws.OPEN && ws.bufferedAmount < MAX_BUFFERED) ws.send(frame);
   };
   opts.host.events.on('event', onEvent);
+  const removeProbe = opts.host.addCongestionProbe(() => {
+    for (const ws of wss.clients) if (ws.bufferedAmount > CONGESTED_BUFFERED) return true;
+    return false;
+  });
 
   const shown = isLoopback(bind) ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   return {
@@ -62,6 +68,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     port,
     close: async () => {
       opts.host.events.off('event', onEvent);
+      removeProbe();
       for (const ws of wss.clients) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => http.close(() => resolve()));
