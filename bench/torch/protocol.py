@@ -93,8 +93,25 @@ def run(spec):
     base = mem()
     model = (mlp(m) if m["kind"] == "mlp" else Residual(m["dim"], m["depth"], spec.get("checkpoint", "none"))).cuda()
     r = {"params": mem() - base}
-    x = torch.randn(spec.get("batch", 256), in_features(m), device="cuda")
+    batch = spec.get("batch", 256)
+    x = torch.randn(batch, in_features(m), device="cuda")
+    # The loss's target is made with the input, so it counts in the "input" reading.
+    loss_kind = spec.get("loss", "sum")
+    n_out = m["out"] if m["kind"] == "mlp" else m["dim"]
+    if loss_kind == "mse":
+        target = torch.randn(batch, n_out, device="cuda")
+    elif loss_kind == "cross_entropy":
+        target = torch.randint(0, n_out, (batch,), device="cuda")
+    else:
+        target = None
     r["input"] = mem() - base
+
+    def loss_of(y):
+        if loss_kind == "mse":
+            return torch.nn.functional.mse_loss(y.float(), target)
+        if loss_kind == "cross_entropy":
+            return torch.nn.functional.cross_entropy(y.float(), target)
+        return y.float().sum()
     mode = spec.get("mode", "train")
 
     def fwd():
@@ -113,7 +130,7 @@ def run(spec):
     elif mode == "loss_accumulation":
         total = 0.0 if not spec.get("keep_loss_graph", True) else torch.zeros((), device="cuda")
         for _ in range(spec.get("iterations", 10)):
-            loss = fwd().float().sum()
+            loss = loss_of(fwd())
             if spec.get("keep_loss_graph", True):
                 total = total + loss
             else:
@@ -130,7 +147,7 @@ def run(spec):
                 y = fwd()
                 if it == 0 and mb == 0:
                     r["after_forward"] = mem() - base
-                loss = y.float().sum() / accum
+                loss = loss_of(y) / accum
                 del y
                 loss.backward()
                 del loss
@@ -146,7 +163,7 @@ def run(spec):
                 model.zero_grad(set_to_none=spec.get("set_to_none", True))
             r[f"it{it}_after_zero_grad"] = mem() - base
         del opt
-    del model, x
+    del model, x, target
     torch.cuda.synchronize()
     return r
 
