@@ -23,10 +23,14 @@ export interface RunMethodsOptions {
 
 export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
   let opening: Promise<RunManager> | null = null;
+  let opened: RunManager | null = null;
+  // Closing the window or quitting stops every run (its record is finished as cancelled);
+  // a process killed outright leaves runs the store marks interrupted on the next open.
+  host.onDispose(() => opened?.cancelAll());
   const manager = () =>
     (opening ??= RunStore.open(opts.home).then(
       (store) =>
-        new RunManager(
+        (opened = new RunManager(
           native,
           store,
           {
@@ -35,7 +39,7 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
             error: (runId, message, meta) => host.emit('run.error', { runId, message, meta }),
           },
           { ready: opts.ready },
-        ),
+        )),
       (err) => {
         opening = null; // let a later call retry (e.g. the folder became writable)
         throw err;
