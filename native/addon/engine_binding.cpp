@@ -67,7 +67,7 @@ constexpr KeySpec kProtocolKeys[] = {
     {"set_to_none", "setToNone"}, {"mode", nullptr},      {"keep_loss_graph", "keepLossGraph"},
     {"loss_steps", "lossSteps"}, {"device", nullptr},     {"backend", nullptr},
     {"allocator_conf", "allocatorConf"}, {"seed", nullptr}, {"warmup", nullptr},
-    {"grad_scaler", "gradScaler"},
+    {"grad_scaler", "gradScaler"}, {"loss", nullptr},
 };
 
 void reject_unknown_keys(const Napi::Object& o) {
@@ -113,6 +113,7 @@ ProtocolConfig parse_config(const Napi::Object& o) {
   c.set_to_none = flag("set_to_none", "setToNone", c.set_to_none);
   c.mode = str("mode", nullptr, c.mode);
   c.keep_loss_graph = flag("keep_loss_graph", "keepLossGraph", c.keep_loss_graph);
+  c.loss = str("loss", nullptr, c.loss);
   c.loss_steps = int(num("loss_steps", "lossSteps", c.loss_steps));
   c.device = str("device", nullptr, c.device);
   c.backend = str("backend", nullptr, c.backend);

@@ -81,6 +81,8 @@ void validate(const ProtocolConfig& c) {
     throw std::invalid_argument("unknown precision '" + c.precision + "' (expected fp32, tf32, fp16 or bf16)");
   if (c.mode != "train" && c.mode != "inference" && c.mode != "loss_accumulation")
     throw std::invalid_argument("unknown mode '" + c.mode + "' (expected train, inference or loss_accumulation)");
+  if (c.loss != "sum" && c.loss != "mse" && c.loss != "cross_entropy")
+    throw std::invalid_argument("unknown loss '" + c.loss + "' (expected sum, mse or cross_entropy)");
   if (c.warmup != "linear" && c.warmup != "matmul")
     throw std::invalid_argument("unknown warmup '" + c.warmup + "' (expected linear or matmul)");
   if (c.grad_scaler) {
@@ -148,12 +150,26 @@ ProtocolResult run_protocol(const ProtocolConfig& cfg, std::function<void(const 
   }
   r.num_parameters = model->num_parameters();
   read("params", mem.memory_allocated());
-  Tensor x;
+  Tensor x, target;
   {
     CategoryScope cs(Category::Input);
     x = randn({cfg.batch, cfg.model == "mlp" ? cfg.in : cfg.dim});
+    // The loss's target, made with the input (bench/torch/protocol.py).
+    const int64_t n_out = cfg.model == "mlp" ? cfg.out : cfg.dim;
+    if (cfg.loss == "mse") target = randn({cfg.batch, n_out});
+    else if (cfg.loss == "cross_entropy") target = randint({cfg.batch}, n_out);
   }
   read("input", mem.memory_allocated());
+
+  // loss_of(y): y.float() is y itself in fp32 and a cast under autocast. mse_loss saves
+  // that fp32 output and the target until backward; cross_entropy's log_softmax saves its
+  // result and nll_loss the log-probs, labels and total_weight (derivatives.yaml).
+  auto loss_of = [&](const Tensor& y) {
+    Tensor yf = y.float_();
+    if (cfg.loss == "mse") return mse_loss(yf, target);
+    if (cfg.loss == "cross_entropy") return cross_entropy(yf, target);
+    return sum(yf);
+  };
 
   auto forward = [&]() {
     CategoryScope cs(Category::Activation);
@@ -181,11 +197,10 @@ ProtocolResult run_protocol(const ProtocolConfig& cfg, std::function<void(const 
     Tensor total, loss;
     double total_value = 0;
     for (int k = 0; k < cfg.loss_steps; ++k) {
-      Tensor y = forward();
-      Tensor yf = y.float_();
-      y.reset();
-      loss = sum(yf);
-      yf.reset();
+      {
+        CategoryScope cs(Category::Activation);
+        loss = loss_of(forward());  // loss = loss_of(fwd()): y dies with the call
+      }
       if (cfg.keep_loss_graph) {
         total = total.defined() ? add(total, loss) : add(loss, 0.0);  // total = total + loss
       } else if (ctx.backend().has_data()) {
@@ -227,10 +242,7 @@ ProtocolResult run_protocol(const ProtocolConfig& cfg, std::function<void(const 
         Tensor loss;
         {
           CategoryScope cs(Category::Activation);
-          Tensor yf = y.float_();
-          Tensor s_ = sum(yf);
-          yf.reset();
-          loss = div(s_, double(cfg.accum));  // y.float().sum() / accum
+          loss = div(loss_of(y), double(cfg.accum));  // loss_of(y) / accum
         }
         y.reset();
         ctx.phase(true, "backward", it, m);

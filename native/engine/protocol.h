@@ -26,6 +26,10 @@ struct ProtocolConfig {
   bool nesterov = false, foreach = true, set_to_none = true;
   std::string mode = "train";       // "train" | "inference" | "loss_accumulation"
   bool keep_loss_graph = false;     // loss_accumulation: total = total + loss
+  // "sum": y.float().sum(); "mse": F.mse_loss(y.float(), randn(batch, out));
+  // "cross_entropy": F.cross_entropy(y.float(), randint(0, out, (batch,))). Mean reduction;
+  // the target is made right after the input (it counts in the "input" reading).
+  std::string loss = "sum";
   int loss_steps = 10;
   std::string device = "sim:h200-141gb";
   std::string backend = "sim";      // "sim" | "cpu" | "cuda"

@@ -39,6 +39,7 @@ engine::ProtocolConfig to_config(const JobSpec& s, const std::string& alloc_conf
   c.set_to_none = s.set_to_none;
   c.mode = s.mode;
   c.keep_loss_graph = s.keep_loss_graph;
+  c.loss = s.loss;
   c.device = s.device;
   c.backend = s.device.rfind("cuda:", 0) == 0 ? "cuda" : "sim";
   c.allocator_conf = alloc_conf;
@@ -130,9 +131,8 @@ class AllocatorTap {
 }  // namespace
 
 ProtocolJob::ProtocolJob(const JobSpec& spec) : spec_(spec), alloc_conf_(spec.alloc_conf) {
-  // engine::ProtocolConfig has no loss setting: the protocol computes y.float().sum().
-  if (spec_.loss != "sum")
-    throw std::invalid_argument("loss \"" + spec_.loss + "\": this engine's protocol driver only runs loss \"sum\" (y.float().sum())");
+  if (spec_.loss != "sum" && spec_.loss != "mse" && spec_.loss != "cross_entropy")
+    throw std::invalid_argument("unknown loss \"" + spec_.loss + "\" (expected \"sum\", \"mse\" or \"cross_entropy\")");
   // Settings errors name the key; raise them now, not on the worker thread.
   auto settings = alloc::AllocatorSettings::parse(alloc_conf_);
   auto device = open_device(spec_.device);  // throws std::invalid_argument for an unknown id

@@ -1,5 +1,6 @@
-// Parity with our own PyTorch measurements (test/refs/measured/h200_protocol_matmul_warmup.json,
-// taken by bench/torch/protocol.py with a plain-matmul warm-up): every run on the sim device,
+// Parity with our own PyTorch measurements (test/refs/measured/h200_protocol_matmul_warmup.json
+// and h200_protocol_loss_matmul_warmup.json for the mse / cross_entropy losses, taken by
+// bench/torch/protocol.py with a plain-matmul warm-up): every run on the sim device,
 // with the same warm-up, within the tolerance max(1%, 2 MiB). Prints one line per run
 // (EXACT / within / OFF and the differences) so drift shows before it fails.
 #include <gtest/gtest.h>
@@ -20,6 +21,12 @@ namespace {
 const tj::Value& measured() {
   static tj::Value v =
       tj::load_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/measured/h200_protocol_matmul_warmup.json");
+  return v;
+}
+
+const tj::Value& measured_losses() {
+  static tj::Value v =
+      tj::load_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/measured/h200_protocol_loss_matmul_warmup.json");
   return v;
 }
 
@@ -65,6 +72,7 @@ ProtocolConfig config_from_spec(const tj::Value& s, const std::string& warmup) {
   }
   c.set_to_none = s.has("set_to_none") ? s["set_to_none"].b : true;
   c.keep_loss_graph = s.has("keep_loss_graph") ? s["keep_loss_graph"].b : true;
+  if (s.has("loss")) c.loss = s["loss"].str;
   return c;
 }
 
@@ -94,11 +102,8 @@ std::string describe(const tj::Value& s) {
 
 double tolerance(int64_t torch) { return std::max(0.01 * std::fabs(double(torch)), 2.0 * 1048576.0); }
 
-}  // namespace
-
-TEST(engine_measured_parity, MatmulWarmupRunsWithinTolerance) {
-  const auto& runs = measured()["runs"].arr;
-  ASSERT_GE(runs.size(), 35u);
+// Runs every configuration of `runs`, printing one line each; fails a reading outside the tolerance.
+void expect_within_tolerance(const std::vector<tj::Value>& runs) {
   int exact = 0, within = 0, off = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const tj::Value& run = runs[i];
@@ -126,14 +131,36 @@ TEST(engine_measured_parity, MatmulWarmupRunsWithinTolerance) {
   std::printf("  measured parity: %d exact, %d within, %d off of %zu\n", exact, within, off, runs.size());
 }
 
-TEST(engine_measured_parity, MatmulWarmupRunsAreExact) {
-  // Every mechanism behind these readings is modelled; a drift of even 512 bytes is a
-  // regression worth seeing.
-  for (const auto& run : measured()["runs"].arr) {
+void expect_exact(const std::vector<tj::Value>& runs) {
+  for (const auto& run : runs) {
     ProtocolResult r = run_protocol(config_from_spec(run["spec"], run.has("warmup") ? run["warmup"].str : "matmul"));
     for (auto& [key, val] : run["readings"].obj) EXPECT_EQ(r.at(key), int64_t(val.num)) << describe(run["spec"]) << " " << key;
   }
 }
+
+}  // namespace
+
+TEST(engine_measured_parity, MatmulWarmupRunsWithinTolerance) {
+  const auto& runs = measured()["runs"].arr;
+  ASSERT_GE(runs.size(), 35u);
+  expect_within_tolerance(runs);
+}
+
+TEST(engine_measured_parity, MatmulWarmupRunsAreExact) {
+  // Every mechanism behind these readings is modelled; a drift of even 512 bytes is a
+  // regression worth seeing.
+  expect_exact(measured()["runs"].arr);
+}
+
+TEST(engine_measured_parity, LossRunsWithinTolerance) {
+  // mse (the target and the saved fp32 output) and cross_entropy (int64 labels, saved
+  // log-probs and total_weight), fp32 / bf16 / accumulation / checkpointing / loss graph.
+  const auto& runs = measured_losses()["runs"].arr;
+  ASSERT_GE(runs.size(), 9u);
+  expect_within_tolerance(runs);
+}
+
+TEST(engine_measured_parity, LossRunsAreExact) { expect_exact(measured_losses()["runs"].arr); }
 
 TEST(engine_measured_parity, LinearWarmupIsOneMiBBelowFromAfterForward) {
   // The published protocol's warm-up creates the forward thread's cuBLASLt workspace
@@ -148,4 +175,35 @@ TEST(engine_measured_parity, LinearWarmupIsOneMiBBelowFromAfterForward) {
   ProtocolConfig bad;
   bad.warmup = "conv";
   EXPECT_THROW(run_protocol(bad), std::invalid_argument);
+  bad = ProtocolConfig{};
+  bad.loss = "hinge";
+  EXPECT_THROW(run_protocol(bad), std::invalid_argument);
+}
+
+TEST(engine_measured_parity, KeptLossGraphsHoldWhatDerivativesYamlSaves) {
+  // Sizes the measurements lack (odd batch and width, so block rounding shows). Against
+  // "sum" (SumBackward0 saves only sizes), each kept graph also holds: mse_loss's saved
+  // input (the fp32 y); cross_entropy's saved log_softmax result plus nll_loss's 0-d
+  // total_weight. The target counts once, in "input".
+  auto round512 = [](int64_t b) { return (b + 511) / 512 * 512; };
+  ProtocolConfig c;
+  c.warmup = "matmul";
+  c.in = 300;
+  c.hidden = 700;
+  c.out = 7;
+  c.batch = 100;
+  c.mode = "loss_accumulation";
+  c.keep_loss_graph = true;
+  c.loss_steps = 5;
+  c.loss = "sum";
+  ProtocolResult sum = run_protocol(c);
+  c.loss = "mse";
+  ProtocolResult mse = run_protocol(c);
+  c.loss = "cross_entropy";
+  ProtocolResult ce = run_protocol(c);
+  const int64_t y = round512(100 * 7 * 4);
+  EXPECT_EQ(mse.at("input") - sum.at("input"), y);
+  EXPECT_EQ(ce.at("input") - sum.at("input"), round512(100 * 8));
+  EXPECT_EQ(mse.at("after_loop") - sum.at("after_loop"), y + 5 * y);
+  EXPECT_EQ(ce.at("after_loop") - sum.at("after_loop"), round512(100 * 8) + 5 * (y + 512));
 }

@@ -56,6 +56,25 @@ TEST(RunnerProtocol, ReproducesTheSeedMlpAdamReadings) {
   EXPECT_GE(o.result.sim_time_ms, 0);
 }
 
+TEST(RunnerProtocol, PassesTheLossToTheEngine) {
+  // test/refs/measured/h200_protocol_loss_matmul_warmup.json, less the 1 MiB cuBLASLt
+  // workspace from after_forward on: the runner uses the published Linear warm-up.
+  const int64_t MiB = int64_t(1) << 20;
+  auto s = protocol();
+  s.optimizer = "adam";
+  s.loss = "cross_entropy";
+  auto ce = run(s);
+  ASSERT_EQ(ce.status, RunStatus::Done) << ce.error;
+  EXPECT_EQ(reading(ce, "input"), 26315264);  // + 256 int64 labels
+  EXPECT_EQ(reading(ce, "after_forward"), 31568384 - MiB);
+  EXPECT_EQ(reading(ce, "it1_after_zero_grad"), 77893120 - MiB);
+  s.loss = "mse";
+  auto mse = run(s);
+  ASSERT_EQ(mse.status, RunStatus::Done) << mse.error;
+  EXPECT_EQ(reading(mse, "input"), 26323456);  // + a [256, 10] fp32 target
+  EXPECT_EQ(reading(mse, "it0_peak_step"), 128430592 - MiB);
+}
+
 TEST(RunnerProtocol, CapacityBecomesAnOomResultWithTheAllocatorsNumbers) {
   auto s = protocol();
   s.batch = 65536;
@@ -112,7 +131,7 @@ TEST(RunnerProtocol, RejectsBadSettingsBeforeAnyThreadStarts) {
   s.alloc_conf = "per_process_memory_fraction:0.5";
   EXPECT_THROW(make_job(s), std::invalid_argument);
   s = protocol();
-  s.loss = "mse";  // not wired through engine::ProtocolConfig: refused, never ignored
+  s.loss = "hinge";
   EXPECT_THROW(make_job(s), std::invalid_argument);
 }
 

@@ -4,7 +4,7 @@ import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
 import { afterEach } from 'vitest';
 afterEach(() => cleanup());
 import ExperimentPanel from '../../renderer/src/panels/ExperimentPanel.svelte';
-import { defaultForm, formToSpec } from '../../renderer/src/lib/specForm';
+import { defaultForm, formToSpec, specToForm } from '../../renderer/src/lib/specForm';
 import type { DeviceInfo } from '../../main/contract';
 import { reactive } from './reactive.svelte';
 
@@ -84,6 +84,16 @@ describe('ExperimentPanel validation', () => {
   it('builds the alloc_conf string the allocator reads', () => {
     const r = formToSpec({ ...defaultForm(), maxSplitMb: '128', expandable: true, gcThreshold: '0.6' });
     expect(r.spec?.alloc_conf).toBe('max_split_size_mb:128,expandable_segments:True,garbage_collection_threshold:0.6');
+  });
+
+  it('offers the loss and puts the choice in the spec (and back from a spec)', async () => {
+    const { onrun } = setup();
+    const select = screen.getByTestId('field-loss') as HTMLSelectElement;
+    expect([...select.options].map((o) => o.value)).toEqual(['sum', 'mse', 'cross_entropy']);
+    await fireEvent.change(select, { target: { value: 'cross_entropy' } });
+    await fireEvent.click(screen.getByTestId('run'));
+    expect(onrun.mock.calls[0][0]).toMatchObject({ loss: 'cross_entropy' });
+    expect(specToForm({ loss: 'mse' }).loss).toBe('mse');
   });
 
   it('labels every input', () => {

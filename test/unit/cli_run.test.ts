@@ -9,6 +9,7 @@ import Papa from 'papaparse';
 import { main } from '../../main/cli/main';
 import type { CliIO } from '../../main/cli/io';
 import reference from '../refs/pytorch_reference.json';
+import lossMeasured from '../refs/measured/h200_protocol_loss_matmul_warmup.json';
 
 const MiB = 2 ** 20;
 let dir = '';
@@ -81,6 +82,35 @@ describe('vramlab run --json reproduces the PyTorch parity readings', () => {
   });
 });
 
+describe('vramlab run --json with the mse and cross_entropy losses matches PyTorch', () => {
+  // test/refs/measured/h200_protocol_loss_matmul_warmup.json was taken after a plain-matmul
+  // warm-up; `vramlab run` uses the published Linear warm-up, whose forward already made the
+  // 1 MiB cuBLASLt workspace, so every reading from after_forward on is exactly 1 MiB lower.
+  type LossRun = { spec: Record<string, unknown>; readings: Record<string, number> };
+  const runs = (lossMeasured as unknown as { runs: LossRun[] }).runs;
+  const pick = (loss: string) => runs.find((r) => r.spec.loss === loss && r.spec.mode === undefined && r.spec.precision === undefined)!;
+  it.each([['mse', pick('mse')], ['cross_entropy', pick('cross_entropy')]] as const)('%s', async (_loss, ref) => {
+    const { code, out, err } = await cli(['run', specFile({ ...ref.spec, device: 'sim:h200-141gb' }), '--json']);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const result = JSON.parse(out);
+    expect(result.status).toBe('done');
+    expect(result.spec.loss).toBe(ref.spec.loss);
+    expect(Object.keys(result.readings)).toEqual(Object.keys(ref.readings));
+    for (const [key, torch] of Object.entries(ref.readings)) {
+      const want = key === 'params' || key === 'input' ? torch : torch - MiB;
+      expect(result.readings[key], `${key}: PyTorch ${torch} (matmul warm-up)`).toBe(want);
+    }
+  });
+
+  it('counts the target in the input reading', async () => {
+    const input = async (loss: string) => JSON.parse((await cli(['run', specFile({ loss, batch: 256, device: 'sim:h200-141gb' }), '--json'])).out).readings.input;
+    const sum = await input('sum');
+    expect((await input('mse')) - sum).toBe(256 * 10 * 4); // randn(batch, out) fp32
+    expect((await input('cross_entropy')) - sum).toBe(256 * 8); // randint labels, int64
+  });
+});
+
 describe('vramlab run', () => {
   it('rejects an invalid spec with the field and range, starting nothing', async () => {
     const r = await cli(['run', specFile({ batch: 0, model: { kind: 'mlp', depth: -1 } }), '--json']);
@@ -93,7 +123,7 @@ describe('vramlab run', () => {
     expect((await cli(['run', path.join(dir, 'missing.json')])).code).toBe(2);
     expect((await cli(['run', specFile({ device: 'sim:nonesuch' }), '--json'])).err).toMatch(/nonesuch/);
     expect((await cli(['run', specFile({ alloc_conf: 'max_split_size_mb:1' }), '--json'])).err).toMatch(/max_split_size_mb/);
-    expect((await cli(['run', specFile({ loss: 'mse' }), '--json'])).err).toMatch(/loss "mse"/);
+    expect((await cli(['run', specFile({ loss: 'hinge' }), '--json'])).err).toMatch(/loss: must be one of "sum", "mse", "cross_entropy"/);
     expect((await cli(['run', specFile({ capacity: '500GiB' }), '--json'])).err).toMatch(/capacity .* is more than sim:h100-80gb/);
   });
 

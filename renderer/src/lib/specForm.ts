@@ -18,6 +18,7 @@ export interface FormState {
   precision: 'fp32' | 'tf32' | 'fp16' | 'bf16';
   optimizer: 'none' | 'sgd' | 'adam' | 'adamw';
   mode: 'train' | 'inference' | 'loss_accumulation';
+  loss: 'sum' | 'mse' | 'cross_entropy';
   maxSplitMb: string;
   expandable: boolean;
   gcThreshold: string;
@@ -46,6 +47,7 @@ export function defaultForm(): FormState {
     precision: 'fp32',
     optimizer: 'adam',
     mode: 'train',
+    loss: 'sum',
     maxSplitMb: '',
     expandable: false,
     gcThreshold: '',
@@ -89,6 +91,7 @@ const PATH_TO_FIELD: Record<string, FieldName> = {
   precision: 'precision',
   optimizer: 'optimizer',
   mode: 'mode',
+  loss: 'loss',
   alloc_conf: 'maxSplitMb',
   device: 'device',
   capacity: 'capacity',
@@ -139,6 +142,7 @@ export function formToSpec(f: FormState): FormResult {
     precision: f.precision,
     optimizer: f.optimizer,
     mode: f.mode,
+    loss: f.loss,
     alloc_conf: allocConf(f),
     device: f.device,
     capacity,
@@ -184,6 +188,7 @@ export function specToForm(spec: SpecInput): FormState {
   const o = spec.optimizer;
   if (o) f.optimizer = typeof o === 'string' ? o : o.kind;
   if (spec.mode) f.mode = spec.mode;
+  if (spec.loss) f.loss = spec.loss;
   if (spec.device) f.device = spec.device;
   if (spec.capacity !== undefined && spec.capacity !== null) f.capacity = String(spec.capacity);
   if (spec.history !== undefined) f.history = spec.history;
