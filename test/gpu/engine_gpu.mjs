@@ -25,13 +25,17 @@ for (const r of rows) console.log(r.join('\t'));
 console.log(`worst relative error on cuda:0: ${(worst * 100).toFixed(4)}%`);
 
 // Our own H200 measurements (35 configurations, plain-matmul warm-up) on cuda:0.
-const measured = JSON.parse(readFileSync('test/refs/measured/h200_protocol_matmul_warmup.json', 'utf8')).runs;
+const measured = [
+  ...JSON.parse(readFileSync('test/refs/measured/h200_protocol_matmul_warmup.json', 'utf8')).runs,
+  ...JSON.parse(readFileSync('test/refs/measured/h200_protocol_loss_matmul_warmup.json', 'utf8')).runs,
+];
 let exact = 0, within = 0, off = 0;
 for (const run of measured) {
   const s = run.spec, m = s.model;
   const cfg = { warmup: 'matmul', device: 'cuda:0', backend: 'cuda', model: m.kind, batch: s.batch ?? 256,
     iterations: s.iterations ?? (s.mode === 'loss_accumulation' ? 10 : 2), accum: s.accum ?? 1,
-    precision: s.precision ?? 'fp32', mode: s.mode ?? 'train', set_to_none: s.set_to_none ?? true, keep_loss_graph: s.keep_loss_graph ?? true };
+    precision: s.precision ?? 'fp32', mode: s.mode ?? 'train', set_to_none: s.set_to_none ?? true, keep_loss_graph: s.keep_loss_graph ?? true,
+    loss: s.loss ?? 'sum' };
   if (m.kind === 'mlp') Object.assign(cfg, { in: m.in, hidden: m.hidden, depth: m.depth, out: m.out }); else Object.assign(cfg, { dim: m.dim, depth: m.depth });
   const ck = s.checkpoint ?? 'none';
   if (typeof ck === 'object') Object.assign(cfg, { checkpoint: 'every_k', checkpoint_k: ck.every }); else cfg.checkpoint = ck;
@@ -50,4 +54,4 @@ for (const run of measured) {
   bad ? off++ : diffs.length ? within++ : exact++;
   if (diffs.length) console.log(bad ? 'OFF' : 'within', JSON.stringify(s), diffs.join(' '));
 }
-console.log(`measured configurations on cuda:0: ${exact} exact, ${within} within tolerance, ${off} off (of ${measured.length})`);
+console.log(`measured configurations (incl. mse / cross_entropy) on cuda:0: ${exact} exact, ${within} within tolerance, ${off} off (of ${measured.length})`);
