@@ -6,7 +6,7 @@ import { UsageError } from '../cli/io';
 import { formatBytes, table } from '../cli/format';
 import { loadAddon } from '../addon/load';
 import type { RunMeta } from '../contract/runs';
-import { SpecError, type SpecInput } from '../contract/spec';
+import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { defaultHome } from '../paths';
 import { RunStore } from '../store/store';
 import { RunManager } from './manager';
@@ -38,6 +38,19 @@ export function readSpecFile(file: string | undefined, overrides: { device?: str
 export function specUsage(err: unknown): never {
   if (err instanceof SpecError) throw new UsageError(`invalid spec:\n  ${err.issues.join('\n  ')}`);
   throw err;
+}
+
+/** readSpecFile, then validation: nothing starts on a bad spec (exit 2 with every issue). */
+export function loadSpecFile(
+  file: string | undefined,
+  overrides: { device?: string; capacity?: string },
+): { input: SpecInput; spec: Spec } {
+  const input = readSpecFile(file, overrides);
+  try {
+    return { input, spec: parseSpec(input) };
+  } catch (err) {
+    specUsage(err);
+  }
 }
 
 export async function openManager(): Promise<RunManager> {

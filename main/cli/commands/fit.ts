@@ -2,9 +2,9 @@
 import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
-import { LIMITS, parseSpec } from '../../contract/spec';
+import { LIMITS } from '../../contract/spec';
 import { loadAddon } from '../../addon/load';
-import { openManager, readSpecFile, specUsage } from '../../runner/cli_support';
+import { loadSpecFile, openManager } from '../../runner/cli_support';
 import { FitCancelled, runFit } from '../../runner/fit';
 import { deviceTotal } from '../../runner/device_total';
 
@@ -35,13 +35,7 @@ const fit: Command = async (args, io) => {
     io.err(USAGE);
     return 2;
   }
-  const input = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
-  let spec;
-  try {
-    spec = parseSpec(input);
-  } catch (err) {
-    specUsage(err);
-  }
+  const { input, spec } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
   const max = values.max === undefined ? undefined : Number(values.max);
   if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= LIMITS.batch))
     throw new UsageError(`--max must be an integer from 1 to ${LIMITS.batch}`);

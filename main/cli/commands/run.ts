@@ -2,8 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { parse } from '../args';
 import type { Command } from '../io';
-import { parseSpec } from '../../contract/spec';
-import { describeRun, openManager, progressPrinter, readSpecFile, runJsonResult, specUsage } from '../../runner/cli_support';
+import { describeRun, loadSpecFile, openManager, progressPrinter, runJsonResult } from '../../runner/cli_support';
 import { timelineCsv } from '../../export/timeline_csv';
 
 const USAGE = `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
@@ -48,12 +47,7 @@ const run: Command = async (args, io) => {
     io.err(USAGE);
     return 2;
   }
-  const input = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
-  try {
-    parseSpec(input); // nothing starts on a bad spec
-  } catch (err) {
-    specUsage(err);
-  }
+  const { input } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
   const manager = await openManager();
   const started = await manager.start(input, { name: values.name, onBatch: progressPrinter(io, 'run', !!values.quiet) });
   const onSigint = () => manager.cancel(started.runId);
