@@ -41,9 +41,13 @@ export interface AllocatorEvent {
   t: number;
   action: string; // the native trace names: "alloc", "free", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom", "empty_cache"
   addr: number;
-  size: number;
+  size: number; // requested bytes (alloc/free/oom), segment or range bytes otherwise
+  /** The allocator's block for alloc/free: the request rounded, plus any remainder too small to split. Absent in older runs. */
+  blockSize?: number;
   category: Category | '';
   module: string;
+  /** The engine op that made the allocation ("addmm"); absent when unknown. */
+  op?: string;
 }
 
 export type RunEvent = ({ type: 'phase' } & PhaseMarker) | ({ type: 'alloc' } & AllocatorEvent);

@@ -24,6 +24,8 @@ export interface ExportEvent {
   addr: number;
   /** Requested bytes for alloc/free events, segment or range bytes for segment events. */
   size: number;
+  /** alloc only: the allocator's block size, when the source knows it (vramlab runs do). */
+  blockSize?: number;
   stream?: number;
   timeUs?: number;
   frames?: Frames;
@@ -69,8 +71,14 @@ export interface ExportInput {
 
 export function buildSnapshot(input: ExportInput): Snapshot {
   const device = input.device ?? 0;
-  const events = withFreeRequests(input.events.map((e) => toTraceEvent(e)));
-  const segments = input.segments ? input.segments.map((g) => toSegment(g, device)) : deriveSegments(events, device);
+  const blockSizes = new Map<TraceEvent, number>();
+  const traced = input.events.map((e) => {
+    const t = toTraceEvent(e);
+    if (e.action === 'alloc' && e.blockSize) blockSizes.set(t, e.blockSize);
+    return t;
+  });
+  const events = withFreeRequests(traced);
+  const segments = input.segments ? input.segments.map((g) => toSegment(g, device)) : deriveSegments(events, device, blockSizes);
   const deviceTraces: TraceEvent[][] = Array.from({ length: device + 1 }, () => []);
   deviceTraces[device] = events;
   const other = new Map<string, PickleValue>();
@@ -174,13 +182,18 @@ function segmentFrom(
 
 /**
  * The final segment map implied by a complete trace: segments still allocated, each tiled
- * by the allocations still live in it (sizes rounded to 512 bytes, as the allocator does;
- * a block that took a whole unsplit remainder shows a little smaller) and free gaps.
+ * by the allocations still live in it and free gaps. Block sizes come from `blockSizes` when
+ * the source recorded them; otherwise requests are rounded to 512 bytes as the allocator does
+ * (a block that took a whole unsplit remainder then shows a little smaller).
  */
-export function deriveSegments(events: readonly TraceEvent[], device: number): SnapshotSegment[] {
+export function deriveSegments(
+  events: readonly TraceEvent[],
+  device: number,
+  blockSizes?: ReadonlyMap<TraceEvent, number>,
+): SnapshotSegment[] {
   type Seg = { address: number; size: number; stream: number; frames: Frames; expandable: boolean };
   const segs = new Map<number, Seg>();
-  const live = new Map<number, { size: number; frames: Frames }>();
+  const live = new Map<number, { size: number; block?: number; frames: Frames }>();
   for (const e of events) {
     switch (e.action) {
       case 'segment_alloc':
@@ -207,7 +220,7 @@ export function deriveSegments(events: readonly TraceEvent[], device: number): S
         break;
       }
       case 'alloc':
-        live.set(e.addr, { size: e.size, frames: e.frames });
+        live.set(e.addr, { size: e.size, block: blockSizes?.get(e), frames: e.frames });
         break;
       case 'free_completed':
         live.delete(e.addr);
@@ -229,7 +242,7 @@ export function deriveSegments(events: readonly TraceEvent[], device: number): S
       if (addr < at) continue; // overlaps the previous block: a damaged trace
       if (addr > at) blocks.push({ address: at, size: addr - at, requestedSize: 0, state: 'inactive', frames: NO_FRAMES });
       const nextStart = k + 1 < allocs.length ? Math.min(allocs[k + 1][0], end) : end;
-      const size = Math.min(Math.max(MIN_BLOCK, Math.ceil(a.size / MIN_BLOCK) * MIN_BLOCK), nextStart - addr);
+      const size = Math.min(a.block ?? Math.max(MIN_BLOCK, Math.ceil(a.size / MIN_BLOCK) * MIN_BLOCK), nextStart - addr);
       blocks.push({ address: addr, size, requestedSize: a.size, state: 'active_allocated', frames: a.frames });
       at = addr + size;
     }
@@ -319,7 +332,15 @@ export function exportRunRecord(record: RunRecord, allocConf = record.meta.spec.
     }
     const action = normaliseAction(e.action);
     if (!action) continue;
-    events.push({ action, addr: e.addr, size: e.size, timeUs: e.t * 1000, frames: runFrames(e.module, e.category), deviceFree: action === 'oom' ? e.addr : undefined });
+    events.push({
+      action,
+      addr: e.addr,
+      size: e.size,
+      blockSize: e.blockSize,
+      timeUs: e.t * 1000,
+      frames: runFrames(e.module, e.category),
+      deviceFree: action === 'oom' ? e.addr : undefined,
+    });
   }
   return buildSnapshot({ events, allocConf, annotations });
 }

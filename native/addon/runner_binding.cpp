@@ -133,8 +133,10 @@ Napi::Object batchToJs(Napi::Env env, EventBatch&& b) {
       o.Set("action", a->action);
       o.Set("addr", double(a->addr));
       o.Set("size", double(a->size));
+      if (a->block_size > 0) o.Set("blockSize", double(a->block_size));
       o.Set("category", double(a->category));
       o.Set("module", a->module);
+      if (!a->op.empty()) o.Set("op", a->op);
       events.Set(ne++, o);
     }
   }

@@ -60,9 +60,10 @@ int64_t tried_to_allocate(const std::string& msg) {
   return int64_t(v * m);
 }
 
-// "activation|addmm|layers.3.net.0" (engine TagInfo::label) -> category index and module.
-void parse_context(const std::string& label, int& category, std::string& module) {
+// "activation|addmm|layers.3.net.0" (engine TagInfo::label) -> category index, op and module.
+void parse_context(const std::string& label, int& category, std::string& op, std::string& module) {
   category = -1;
+  op.clear();
   module.clear();
   auto bar = label.find('|');
   std::string name = label.substr(0, bar);
@@ -70,6 +71,7 @@ void parse_context(const std::string& label, int& category, std::string& module)
     if (name == engine::category_name(engine::Category(i))) category = i;
   if (bar != std::string::npos) {
     auto bar2 = label.find('|', bar + 1);
+    op = label.substr(bar + 1, bar2 == std::string::npos ? std::string::npos : bar2 - bar - 1);
     if (bar2 != std::string::npos) module = label.substr(bar2 + 1);
   }
 }
@@ -90,9 +92,13 @@ class AllocatorTap {
       allocator_->set_history(true, kRing);
       // What existed before recording began, so the trace alone rebuilds the segment map.
       for (const auto& seg : allocator_->snapshot(false).segments) {
-        pending_.push_back({0, "segment_alloc", uint64_t(seg.address), int64_t(seg.total_size), -1, ""});
+        AllocEvent s;
+        s.action = "segment_alloc";
+        s.addr = uint64_t(seg.address);
+        s.size = int64_t(seg.total_size);
+        pending_.push_back(std::move(s));
         for (const auto& b : seg.blocks)
-          if (b.allocated) pending_.push_back(event("alloc", b.address, b.requested_size, b.context));
+          if (b.allocated) pending_.push_back(event("alloc", b.address, b.requested_size, b.size, b.context));
       }
     }
     return allocator_;
@@ -107,19 +113,20 @@ class AllocatorTap {
     if (entries.empty()) return out;
     allocator_->set_history(false);
     allocator_->set_history(true, kRing);
-    for (const auto& t : entries) out.push_back(event(alloc::trace_action_name(t.action), t.addr, t.size, t.context));
+    for (const auto& t : entries) out.push_back(event(alloc::trace_action_name(t.action), t.addr, t.size, t.block_size, t.context));
     return out;
   }
 
  private:
   static constexpr size_t kRing = size_t(1) << 16;  // far more than one allocation's worth
 
-  AllocEvent event(const char* action, uintptr_t addr, uint64_t size, alloc::ContextId ctx) {
+  AllocEvent event(const char* action, uintptr_t addr, uint64_t size, uint64_t block_size, alloc::ContextId ctx) {
     AllocEvent e;
     e.action = action;
     e.addr = uint64_t(addr);
     e.size = int64_t(size);
-    if (ctx != 0) parse_context(allocator_->contexts().name(ctx), e.category, e.module);
+    e.block_size = int64_t(block_size);  // the segment map draws blocks at this size, not the request's
+    if (ctx != 0) parse_context(allocator_->contexts().name(ctx), e.category, e.op, e.module);
     return e;
   }
 

@@ -34,9 +34,11 @@ struct AllocEvent {
   double t_ms = 0;
   std::string action;  // "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom"
   uint64_t addr = 0;
-  int64_t size = 0;
-  int category = -1;  // index into the categories, -1 unknown
+  int64_t size = 0;        // requested bytes (alloc/free/oom), segment or range bytes otherwise
+  int64_t block_size = 0;  // the allocator's block (alloc/free: rounded, remainder kept), 0 unknown
+  int category = -1;       // index into the categories, -1 unknown
   std::string module;
+  std::string op;  // engine op that allocated ("addmm"), "" unknown
 };
 
 using RunEvent = std::variant<Sample, Phase, AllocEvent>;

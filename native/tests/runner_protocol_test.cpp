@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "runner/job_spec.h"
@@ -147,23 +148,35 @@ TEST(RunnerProtocol, HistoryStreamsAllocatorEventsThatRebuildTheFinalState) {
   w.join();
   for (auto& e : w.drain().events) all.push_back(std::move(e));
   ASSERT_EQ(w.outcome()->status, RunStatus::Done) << w.outcome()->error;
-  // Replaying the trace: live bytes per address must match the last sample's counters.
-  std::map<uint64_t, int64_t> live;
-  int64_t segments = 0, allocs = 0, last_requested = -1;
+  // Replaying the trace: live bytes per address must match the last sample's counters,
+  // requested sizes the requested bytes and block sizes the allocated bytes.
+  std::map<uint64_t, int64_t> live, blocks;
+  std::set<std::string> ops;
+  int64_t segments = 0, allocs = 0, last_requested = -1, last_allocated = -1;
   double last_t = -1;
   for (auto& e : all) {
     double t = std::visit([](auto& x) { return x.t_ms; }, e);
     EXPECT_GT(t, last_t);
     last_t = t;
-    if (auto* s = std::get_if<Sample>(&e)) last_requested = s->requested;
+    if (auto* s = std::get_if<Sample>(&e)) {
+      last_requested = s->requested;
+      last_allocated = s->allocated;
+    }
     auto* a = std::get_if<AllocEvent>(&e);
     if (!a) continue;
     if (a->action == "alloc") {
       ++allocs;
       EXPECT_TRUE(live.emplace(a->addr, a->size).second);
+      EXPECT_GE(a->block_size, a->size);
+      EXPECT_EQ(a->block_size % 512, 0);
+      blocks[a->addr] = a->block_size;
       EXPECT_GE(a->category, 0);
+      EXPECT_FALSE(a->op.empty());
+      ops.insert(a->op);
     } else if (a->action == "free") {
       EXPECT_EQ(live.erase(a->addr), 1u);
+      EXPECT_EQ(blocks[a->addr], a->block_size);
+      blocks.erase(a->addr);
     } else if (a->action == "segment_alloc") {
       ++segments;
     }
@@ -173,4 +186,8 @@ TEST(RunnerProtocol, HistoryStreamsAllocatorEventsThatRebuildTheFinalState) {
   int64_t requested = 0;
   for (auto& [addr, size] : live) requested += size;
   EXPECT_EQ(requested, last_requested);
+  int64_t allocated = 0;
+  for (auto& [addr, size] : blocks) allocated += size;
+  EXPECT_EQ(allocated, last_allocated);
+  EXPECT_TRUE(ops.count("addmm")) << "the linear layers' outputs are tagged with their op";
 }

@@ -50,6 +50,32 @@ describe('segmentsAt', () => {
     expect(s.allocated).toBe(1536);
   });
 
+  it("draws a 1 MiB + 1 request at the allocator's block size, unsplit remainder included", () => {
+    // 20 MiB large-pool segment: an 18.5 MiB block leaves 1.5 MiB; a 1 MiB + 1 request rounds
+    // to 1 MiB + 512 and the 0.5 MiB - 512 left is too small to split (<= 1 MiB), so the
+    // allocator hands out the whole 1.5 MiB block (PyTorch's should_split).
+    const big = { ...ev(1, 'alloc', base, 18.5 * MiB, 'activations'), blockSize: 18.5 * MiB };
+    const odd = { ...ev(2, 'alloc', base + 18.5 * MiB, MiB + 1, 'activations'), blockSize: 1.5 * MiB, op: 'addmm', module: 'layers.0' };
+    const s = segmentsAt([ev(0, 'segment_alloc', base, 20 * MiB), big, odd], 5);
+    expect(s.segments[0].blocks.map((b) => [b.allocated, b.size])).toEqual([
+      [true, 18.5 * MiB],
+      [true, 1.5 * MiB],
+    ]);
+    expect(s.segments[0].blocks[1]).toMatchObject({ requested: MiB + 1, op: 'addmm', module: 'layers.0' });
+    expect(s.allocated).toBe(20 * MiB);
+    expect(s.inactiveSplit).toBe(0);
+    expect(s.largestFree).toBe(0);
+    // A fresh segment splits: the block is the rounded request and the rest is free.
+    const fresh = segmentsAt([ev(0, 'segment_alloc', base, 20 * MiB), { ...ev(1, 'alloc', base, MiB + 1), blockSize: MiB + 512 }], 5);
+    expect(fresh.segments[0].blocks.map((b) => [b.allocated, b.size])).toEqual([
+      [true, MiB + 512],
+      [false, 19 * MiB - 512],
+    ]);
+    // Runs stored before blockSize was sent: the rounded request, the remainder shown free.
+    const old = segmentsAt([ev(0, 'segment_alloc', base, 20 * MiB), big, { ...odd, blockSize: undefined }], 5);
+    expect(old.segments[0].blocks.map((b) => b.size)).toEqual([18.5 * MiB, MiB + 512, 0.5 * MiB - 512]);
+  });
+
   it('drops a freed segment', () => {
     const s = segmentsAt([...trace, ev(40, 'free_completed', base + 2000 * MiB, 512), ev(41, 'segment_free', base + 2000 * MiB, 2 * MiB)], 50);
     expect(s.segments).toHaveLength(1);

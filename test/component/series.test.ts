@@ -52,4 +52,15 @@ describe('RunSeries.ingest', () => {
     expect(s.modules[1]).toBe('layers.1');
     expect(s.oom?.x).toBe(0.5);
   });
+
+  it("names the op and module at each sample for the hover, dropping the op once a new module starts", () => {
+    const s = new RunSeries();
+    const alloc = (t: number, op: string | undefined, module: string): RunEvent => ({ type: 'alloc', t, action: 'alloc', addr: 4096 * (t + 1), size: 512, blockSize: 512, category: 'activations', module, op });
+    s.ingest(
+      [sample(1, 10), sample(2, 20), sample(3, 30), sample(4, 40)],
+      [phase(0, 'begin', 'module', 0, 'layers.0'), alloc(0.5, 'addmm', 'layers.0'), phase(1.5, 'end', 'module', 0, 'layers.0'), phase(1.5, 'begin', 'module', 0, 'layers.1'), phase(2.5, 'end', 'module', 0, 'layers.1'), alloc(3.5, undefined, 'head')],
+    );
+    expect(s.ops).toEqual(['addmm', undefined, 'addmm', undefined]);
+    expect([0, 1, 2, 3].map((i) => s.doingAt(i))).toEqual(['addmm · layers.0', 'layers.1', 'addmm · layers.0', 'head']);
+  });
 });

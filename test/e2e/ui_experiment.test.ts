@@ -29,6 +29,11 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     await page.getByTestId('run-summary').waitFor();
     expect(await page.getByTestId('peak-allocated').textContent()).toMatch(/MiB|GiB/);
     await page.screenshot({ path: shot('ui_experiment'), fullPage: true });
+    // Hovering the chart names the moment (phase, then "op · module"); drawn on the canvas, so a screenshot shows it.
+    const chartBox = (await page.getByTestId('memory-chart').locator('canvas').first().boundingBox())!;
+    await page.mouse.move(chartBox.x + chartBox.width * 0.12, chartBox.y + chartBox.height * 0.6);
+    await page.waitForTimeout(300);
+    await page.getByTestId('memory-chart').screenshot({ path: shot('ui_experiment_hover') });
 
     // Zoom and pan from the keyboard-reachable buttons (the wheel and drag do the same).
     await page.getByRole('button', { name: 'Zoom in' }).click();

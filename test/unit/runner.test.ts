@@ -14,6 +14,7 @@ import { runFit } from '../../main/runner/fit';
 import { runSweep } from '../../main/runner/sweep';
 import { SpecError } from '../../main/contract/spec';
 import type { MemorySample, RunMeta, RunProgress } from '../../main/contract/runs';
+import { segmentsAt } from '../../renderer/src/lib/segments';
 
 let native: NativeAddon;
 beforeAll(() => {
@@ -272,6 +273,22 @@ describe('allocator history', () => {
     expect([...live.values()].reduce((a, b) => a + b, 0)).toBe(last.requested);
     const cats = new Set(allocs.filter((e) => e.action === 'alloc').map((e) => e.category));
     for (const c of ['parameters', 'gradients', 'activations', 'inputs', 'workspace']) expect(cats).toContain(c);
+    // Each allocation names its op (the engine's context tag) and the allocator's block.
+    const forwardOps = new Set<string>();
+    let inForward = false;
+    for (const e of rec.events) {
+      if (e.type === 'phase' && e.name === 'forward') inForward = e.edge === 'begin';
+      if (e.type !== 'alloc' || e.action !== 'alloc') continue;
+      expect(e.op).toBeTruthy();
+      expect(e.blockSize).toBeGreaterThanOrEqual(e.size);
+      expect(e.blockSize! % 512).toBe(0);
+      if (inForward) forwardOps.add(e.op!);
+    }
+    expect(forwardOps).toContain('addmm');
+    // Replayed at block sizes, the trace is the allocator: bytes allocated and reserved agree.
+    const map = segmentsAt(allocs, Infinity);
+    expect(map.allocated).toBe(last.allocated);
+    expect(map.reserved).toBe(last.reserved);
     // Without history, no allocator events.
     const plain = await manager.start({ optimizer: 'sgd', batch: 64 });
     await plain.done;

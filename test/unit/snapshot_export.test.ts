@@ -93,4 +93,20 @@ describe('snapshot export', () => {
     const back = loadSnapshotBuffer(snapshotToBytes(snap));
     expect((back.other.get('external_annotations') as PyDict[]).map((a) => a.get('stage'))).toEqual(['START', 'END']);
   });
+
+  it("a run's recorded block sizes tile the exported segments (an unsplit remainder stays in its block)", () => {
+    const M = 2 ** 20;
+    // A 19.5 MiB request in a 20 MiB segment leaves 512 KiB, too small to split off a large
+    // block (remainder must exceed 1 MiB), so the allocator hands out the whole 20 MiB.
+    const record = {
+      meta: { id: 'r', spec: {} },
+      timeline: [],
+      events: [
+        { type: 'alloc', t: 0.1, action: 'segment_alloc', addr: 100 * M, size: 20 * M, category: 'activations', module: 'fc1' },
+        { type: 'alloc', t: 0.1, action: 'alloc', addr: 100 * M, size: 19.5 * M, blockSize: 20 * M, category: 'activations', module: 'fc1' },
+      ],
+    } as unknown as RunRecord;
+    const blocks = exportRunRecord(record).segments[0].blocks;
+    expect(blocks).toEqual([{ address: 100 * M, size: 20 * M, requestedSize: 19.5 * M, state: 'active_allocated', frames: expect.any(Array) }]);
+  });
 });

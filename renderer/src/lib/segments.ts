@@ -9,6 +9,8 @@ export interface MapBlock {
   allocated: boolean;
   category: string; // '' for free blocks
   module: string;
+  op?: string; // engine op that allocated it, when known
+  requested?: number; // bytes asked for (allocated blocks); the block may be larger
 }
 
 export interface MapSegment {
@@ -32,6 +34,12 @@ export interface SegmentState {
 }
 
 const SMALL_SEGMENT = 2 << 20; // the small pool's segments are exactly 2 MiB
+const MIN_BLOCK = 512; // the allocator rounds every request up to this
+
+/** The smallest block the allocator could hand out for `requested` bytes. */
+function blockFor(requested: number): number {
+  return Math.max(MIN_BLOCK, Math.ceil(requested / MIN_BLOCK) * MIN_BLOCK);
+}
 
 /** Replays trace events (time order) with t <= time. */
 export function segmentsAt(events: readonly AllocatorEvent[], time: number): SegmentState {
@@ -78,11 +86,11 @@ export function segmentsAt(events: readonly AllocatorEvent[], time: number): Seg
       case 'alloc': {
         const s = findSegment(e.addr);
         if (s === undefined) break;
-        // Trace sizes are the requested bytes (as in PyTorch's trace); blocks are at least
-        // that rounded up to 512 B. (A block that kept an unsplittable remainder is larger
-        // still; the trace does not say, so that remainder shows as free.)
-        const size = Math.max(512, Math.ceil(e.size / 512) * 512);
-        segs.get(s)!.blocks.set(e.addr, { addr: e.addr, size, allocated: true, category: e.category, module: e.module });
+        // Trace sizes are the requested bytes (as in PyTorch's trace); the allocator's block
+        // (blockSize) also holds any remainder too small to split off. Runs stored before
+        // it was sent fall back to the request rounded up to 512 B.
+        const size = e.blockSize ?? blockFor(e.size);
+        segs.get(s)!.blocks.set(e.addr, { addr: e.addr, size, allocated: true, category: e.category, module: e.module, op: e.op, requested: e.size });
         break;
       }
       case 'free':
@@ -138,9 +146,17 @@ export function fromSnapshot(segments: readonly import('$contract/playground').S
     const blocks: MapBlock[] = s.blocks.map((b) => {
       const isAlloc = b.state === 'active_allocated' || b.state === 'active_pending_free';
       if (!isAlloc) largestFree = Math.max(largestFree, b.size);
-      // Contexts are "category|op|module" tags; keep the category and module.
-      const [category = '', , module = ''] = (b.context ?? '').split('|');
-      return { addr: b.address, size: b.size, allocated: isAlloc, category: isAlloc ? category : '', module };
+      // Contexts are "category|op|module" tags.
+      const [category = '', op = '', module = ''] = (b.context ?? '').split('|');
+      return {
+        addr: b.address,
+        size: b.size,
+        allocated: isAlloc,
+        category: isAlloc ? category : '',
+        module,
+        op: isAlloc && op ? op : undefined,
+        requested: isAlloc ? b.requestedSize : undefined,
+      };
     });
     reserved += s.totalSize;
     allocated += s.allocatedSize;

@@ -85,14 +85,17 @@ export class RunSeries {
     let e = 0;
     for (const s of samples) {
       while (e < events.length && events[e].t <= s.t) this.applyEvent(events[e++]);
+      const module = this.moduleStack[this.moduleStack.length - 1] || this.lastAlloc?.module || undefined;
       this.push({
         t: Math.max(s.t, this.lastT),
         allocated: s.allocated,
         reserved: s.reserved,
         active: s.active,
         byCategory: s.by,
-        module: this.moduleStack[this.moduleStack.length - 1] || this.lastAlloc?.module || undefined,
-        op: this.lastAlloc?.op || undefined,
+        module,
+        // The op only belongs to this moment while the run is still in the module that made
+        // it: a module entered since has not allocated yet.
+        op: (this.lastAlloc && (this.lastAlloc.module || undefined) === module && this.lastAlloc.op) || undefined,
       });
       this.lastT = Math.max(s.t, this.lastT);
     }
@@ -102,8 +105,8 @@ export class RunSeries {
   private applyEvent(ev: RunEvent): void {
     if (ev.type === 'alloc') {
       this.allocEvents.push(ev);
-      // `op` is read when the host sends it (the allocator's context tags carry it).
-      if (ev.action === 'alloc') this.lastAlloc = { module: ev.module, op: (ev as { op?: string }).op ?? '' };
+      // The allocator's context tags carry the op; runs stored before they were sent have none.
+      if (ev.action === 'alloc') this.lastAlloc = { module: ev.module, op: ev.op ?? '' };
       if (ev.action === 'oom' && !this.oom) this.oom = { x: ev.t, message: '', diagnosis: '' };
       return;
     }
@@ -146,6 +149,11 @@ export class RunSeries {
       else hi = mid - 1;
     }
     return lo;
+  }
+
+  /** What the run was doing at sample i, for the hover: "addmm · layers.0" (either part may be missing). */
+  doingAt(i: number): string {
+    return [this.ops[i], this.modules[i]].filter(Boolean).join(' · ');
   }
 
   lastX(): number {
