@@ -2,7 +2,8 @@
 // phase markers, allocator events, the summary (readings, peaks, estimate, OOM diagnosis).
 import type { Spec } from './spec';
 
-/** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated). */
+/** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated).
+ * Transformer activations are split by the layer that made them; kv_cache is generation's. */
 export const CATEGORIES = [
   'parameters',
   'gradients',
@@ -12,6 +13,11 @@ export const CATEGORIES = [
   'inputs',
   'workspace',
   'other',
+  'attention',
+  'mlp',
+  'norms',
+  'logits',
+  'kv_cache',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 

@@ -7,7 +7,8 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/grad_mode.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "engine_test_util.h"
 
@@ -148,9 +149,10 @@ TEST_F(engine_gradcheck, MlpModel) {
 }
 
 TEST_F(engine_gradcheck, ResidualModelWithAndWithoutCheckpointing) {
-  for (auto mode : {CheckpointMode::None, CheckpointMode::Block, CheckpointMode::Sqrt, CheckpointMode::EveryK}) {
+  using M = CheckpointSpec::Mode;
+  for (auto mode : {M::None, M::Block, M::Sqrt, M::Every}) {
     auto seq = make_residual(3, 4, DType::Float64);
-    CheckpointedSequential model(seq, mode, 2);
+    CheckpointedSequential model(seq, CheckpointSpec{mode, 2});
     std::vector<Tensor> inputs{input({2, 3})};
     for (auto& p : seq->parameters()) inputs.push_back(p);
     gradcheck([&](const auto& v) { return model(v[0]); }, inputs);
@@ -168,7 +170,7 @@ TEST_F(engine_gradcheck, CheckpointMatchesPlainGradients) {
   }
   auto xg = x.grad().to_vector();
   x.set_grad(Tensor());
-  CheckpointedSequential ck(seq, CheckpointMode::Block);
+  CheckpointedSequential ck(seq, CheckpointSpec{CheckpointSpec::Mode::Block, 0});
   sum(ck.forward(x)).backward();
   auto ps = seq->parameters();
   for (size_t i = 0; i < ps.size(); ++i) {

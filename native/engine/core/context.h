@@ -65,6 +65,7 @@ class EngineContext {
   // launch configs depend on them), from the device name.
   int sm_count() const;
   int max_threads_per_sm() const;
+  int compute_capability() const;  // 90 for sm_90 (kernel choices such as SDPA's depend on it)
 
   bool allow_tf32 = false;
   double modeled_time_s() const;  // the sim backend's time model, 0 elsewhere

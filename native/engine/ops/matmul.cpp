@@ -28,9 +28,9 @@ struct MmBackward0 : Node {
   std::string name() const override { return "MmBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
-    TensorList r(2);
-    if (should_compute_output(0)) r[0] = mm_mat1_backward(g[0], mat2_.unpack(this), self_sizes, self_strides);
+    TensorList r(2);  // by argument name: mat2's gradient before self's
     if (should_compute_output(1)) r[1] = mm_mat2_backward(g[0], self_.unpack(this), mat2_sizes, mat2_strides);
+    if (should_compute_output(0)) r[0] = mm_mat1_backward(g[0], mat2_.unpack(this), self_sizes, self_strides);
     return r;
   }
   void release_variables() override {
@@ -45,10 +45,10 @@ struct AddmmBackward0 : Node {
   std::string name() const override { return "AddmmBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    TensorList r(3);
-    if (should_compute_output(0)) r[0] = g[0];  // maybe_multiply(grad, beta=1)
+    TensorList r(3);  // by argument name: mat1, mat2, self
     if (should_compute_output(1)) r[1] = mm_mat1_backward(g[0], mat2_.unpack(this), mat1_sizes, mat1_strides);
     if (should_compute_output(2)) r[2] = mm_mat2_backward(g[0], mat1_.unpack(this), mat2_sizes, mat2_strides);
+    if (should_compute_output(0)) r[0] = g[0];  // maybe_multiply(grad, beta=1)
     return r;
   }
   void release_variables() override {

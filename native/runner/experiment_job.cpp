@@ -1,4 +1,4 @@
-#include "runner/protocol_job.h"
+#include "runner/experiment_job.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,42 +10,11 @@
 #include "engine/backends/allocator_memory.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/memory.h"
-#include "engine/protocol.h"
+#include "engine/experiment/experiment.h"
 
 namespace vramlab::runner {
 
 namespace {
-
-engine::ProtocolConfig to_config(const JobSpec& s, const std::string& alloc_conf) {
-  engine::ProtocolConfig c;
-  c.model = s.model;
-  c.in = s.in;
-  c.hidden = s.hidden;
-  c.out = s.out;
-  c.dim = s.dim;
-  c.depth = s.depth;
-  c.batch = s.batch;
-  c.iterations = int(s.iterations);
-  c.accum = int(s.accum);
-  c.loss_steps = int(s.iterations);  // loss accumulation runs `iterations` forward passes
-  c.checkpoint = s.checkpoint == "every" ? "every_k" : s.checkpoint;
-  c.checkpoint_k = int(std::max<int64_t>(1, s.checkpoint_every));
-  c.precision = s.precision;
-  c.optimizer = s.optimizer;
-  c.lr = s.lr;
-  c.momentum = s.momentum;
-  c.weight_decay = s.weight_decay;
-  c.foreach = s.foreach;
-  c.set_to_none = s.set_to_none;
-  c.mode = s.mode;
-  c.keep_loss_graph = s.keep_loss_graph;
-  c.loss = s.loss;
-  c.device = s.device;
-  c.backend = s.device.rfind("cuda:", 0) == 0 ? "cuda" : "sim";
-  c.allocator_conf = alloc_conf;
-  c.sample_every = std::max<int64_t>(1, s.sample_every);
-  return c;
-}
 
 // "Tried to allocate 400.00 MiB" -> bytes (to the message's two decimals).
 int64_t tried_to_allocate(const std::string& msg) {
@@ -137,10 +106,10 @@ class AllocatorTap {
 
 }  // namespace
 
-ProtocolJob::ProtocolJob(const JobSpec& spec) : spec_(spec), alloc_conf_(spec.alloc_conf) {
-  if (spec_.loss != "sum" && spec_.loss != "mse" && spec_.loss != "cross_entropy")
-    throw std::invalid_argument("unknown loss \"" + spec_.loss + "\" (expected \"sum\", \"mse\" or \"cross_entropy\")");
-  // Settings errors name the key; raise them now, not on the worker thread.
+ExperimentJob::ExperimentJob(const engine::RunSpec& spec, const engine::RunOptions& options)
+    : spec_(spec), options_(options), alloc_conf_(spec.alloc_conf) {
+  // Spec and settings errors name the key; raise them now, not on the worker thread.
+  engine::check_run_spec(spec_);
   auto settings = alloc::AllocatorSettings::parse(alloc_conf_);
   auto device = open_device(spec_.device);  // throws std::invalid_argument for an unknown id
   const int64_t total = int64_t(device->info().total);
@@ -162,7 +131,7 @@ ProtocolJob::ProtocolJob(const JobSpec& spec) : spec_(spec), alloc_conf_(spec.al
   }
 }
 
-JobResult ProtocolJob::run(JobContext& ctx) {
+JobResult ExperimentJob::run(JobContext& ctx) {
   JobResult r;
   std::vector<std::pair<std::string, int64_t>> readings;
   int64_t base = -1;
@@ -246,9 +215,16 @@ JobResult ProtocolJob::run(JobContext& ctx) {
   };
 
   try {
-    auto res = engine::run_protocol(to_config(spec_, alloc_conf_), on_event);
+    engine::RunSpec spec = spec_;
+    spec.alloc_conf = alloc_conf_;
+    engine::RunOptions options = options_;
+    if (options.sample_every <= 0) options.sample_every = 1;
+    auto res = engine::run_experiment(spec, options, on_event);
     r.readings = res.readings;
     r.baseline = res.base;
+    r.num_parameters = res.num_parameters;
+    r.trainable_parameters = res.trainable_parameters;
+    r.sdpa_backend = res.sdpa_backend;
     r.sim_time_ms = sim_clock_ ? res.modeled_time_ms : -1;
   } catch (const alloc::OutOfMemoryError& e) {
     oom(e.what(), int64_t(e.alloc_size), int64_t(e.allocated), int64_t(e.reserved));
