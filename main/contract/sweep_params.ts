@@ -2,7 +2,7 @@
 // model fields (any family's, from the catalogue) go inside model, the LoRA rank inside
 // finetune, the rest at the top.
 import type { SpecInput } from './spec';
-import { DEFAULT_MODEL_KIND, FAMILY_TABLE, families, fieldNames, type ModelKind } from './catalogue';
+import { DEFAULT_MODEL_KIND, FAMILY_TABLE, families, fieldNames, loraAlphaDefault, type ModelKind } from './catalogue';
 
 type Families = typeof FAMILY_TABLE;
 export type ModelFieldName = { [K in ModelKind]: keyof Families[K]['fields'] }[ModelKind] & string;
@@ -20,21 +20,23 @@ export type FitParam = (typeof FIT_PARAMS)[number];
 const isModelField = (p: string): p is ModelFieldName => (MODEL_FIELDS as string[]).includes(p);
 
 /** The raw input spec with one parameter set. */
-export function withParam(input: SpecInput, param: SweepParam, value: unknown): SpecInput {
+export function withParam(input: SpecInput, param: SweepParam | FitParam, value: unknown): SpecInput {
   const copy: Record<string, unknown> = { ...(input as Record<string, unknown>) };
   if (isModelField(param)) {
     const model = { ...((copy.model as Record<string, unknown> | undefined) ?? { kind: DEFAULT_MODEL_KIND }) };
     model[param] = value;
     copy.model = model;
   } else if (param === 'rank') {
-    const ft = copy.finetune as Record<string, unknown> | undefined;
-    copy.finetune = { ...(ft?.method === 'lora' ? ft : { method: 'lora' }), rank: value };
+    const ft = { ...((copy.finetune as Record<string, unknown> | undefined) ?? {}) };
+    // An alpha that followed the old rank (a completed spec's default) follows the new one.
+    if (ft.method === 'lora' && ft.alpha !== undefined && ft.alpha === loraAlphaDefault(Number(ft.rank))) delete ft.alpha;
+    copy.finetune = { ...(ft.method === 'lora' ? ft : { method: 'lora' }), rank: value };
   } else copy[param] = value;
   return copy as SpecInput;
 }
 
 /** The parameter's value in a validated-or-raw spec (undefined when it has none). */
-export function paramValue(input: SpecInput, param: SweepParam): unknown {
+export function paramValue(input: SpecInput, param: SweepParam | FitParam): unknown {
   const r = input as Record<string, unknown>;
   if (isModelField(param)) return (r.model as Record<string, unknown> | undefined)?.[param];
   if (param === 'rank') return (r.finetune as Record<string, unknown> | undefined)?.rank;

@@ -3,7 +3,7 @@
 import { CATEGORIES, type Category, type OomReport } from '../contract/runs';
 import type { Spec } from '../contract/spec';
 import type { NativeOom } from '../addon/types';
-import { formatBytes } from '../cli/format';
+import { formatBytes } from '../contract/units';
 
 export function diagnoseOom(oom: NativeOom, spec: Spec): OomReport {
   const by = Object.fromEntries(CATEGORIES.map((c, i) => [c, oom.by[i] ?? 0])) as Record<Category, number>;
@@ -47,7 +47,7 @@ function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, domin
       if (spec.accum === 1) out.push(`accum: 2 with batch ${Math.max(1, Math.floor(spec.batch / 2))}: same effective batch, half the activations`);
     }
   }
-  if (oom.phase === 'optimizer_step' && spec.optimizer.foreach && spec.optimizer.kind !== 'none')
+  if (oom.phase === 'optimizer_step' && spec.optimizer.kind !== 'none' && spec.optimizer.foreach)
     out.push('optimizer foreach: false: the foreach step allocates temporaries for all parameters at once');
   if (dominant === 'optimizer_state' && (spec.optimizer.kind === 'adam' || spec.optimizer.kind === 'adamw'))
     out.push('optimizer "sgd": Adam keeps 8 bytes of state per parameter');

@@ -112,5 +112,10 @@ describe('transformer specs', () => {
     expect(withParam({ model: { kind: 'gpt' } }, 'rank', 16)).toEqual({ model: { kind: 'gpt' }, finetune: { method: 'lora', rank: 16 } });
     expect(withParam({ finetune: { method: 'lora', targets: ['fc'] } }, 'rank', 4)).toEqual({ finetune: { method: 'lora', targets: ['fc'], rank: 4 } });
     expect(withParam({}, 'new_tokens', 64)).toEqual({ new_tokens: 64 });
+    // A completed spec's alpha (2 x rank) follows the swept rank; a chosen alpha stays.
+    const done = parseSpec({ model: { kind: 'gpt' }, finetune: { method: 'lora', rank: 8 } });
+    expect(parseSpec(withParam(done, 'rank', 32)).finetune).toMatchObject({ rank: 32, alpha: 64 });
+    const fixed = parseSpec({ model: { kind: 'gpt' }, finetune: { method: 'lora', rank: 8, alpha: 8 } });
+    expect(parseSpec(withParam(fixed, 'rank', 32)).finetune).toMatchObject({ rank: 32, alpha: 8 });
   });
 });

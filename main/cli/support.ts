@@ -1,16 +1,16 @@
 // Shared by the run, sweep and fit commands: reading a spec file, opening the store and
 // a manager, the progress line on stderr, and the human-readable result.
 import { readFileSync } from 'node:fs';
-import type { CliIO } from '../cli/io';
-import { UsageError } from '../cli/io';
-import { formatBytes, table } from '../cli/format';
+import type { CliIO } from './io';
+import { UsageError } from './io';
+import { formatBytes, table } from './format';
 import { loadAddon } from '../addon/load';
 import type { RunMeta } from '../contract/runs';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { defaultHome } from '../paths';
 import { RunStore } from '../store/store';
-import { RunManager } from './manager';
-import type { PeakTracker } from './summary';
+import { RunManager } from '../runner/manager';
+import type { PeakTracker } from '../runner/summary';
 
 /** The spec file as JSON, with --device / --capacity applied. Bad files are usage errors. */
 export function readSpecFile(file: string | undefined, overrides: { device?: string; capacity?: string }): SpecInput {
@@ -92,7 +92,9 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     peak_allocated: s?.peak_allocated ?? null,
     peak_reserved: s?.peak_reserved ?? null,
     peaks: s?.peaks ?? [],
-    estimate: s?.estimate ?? null,
+    parameters: s?.parameters ?? null,
+    trainable_parameters: s?.trainable_parameters ?? null,
+    sdpa_backend: s?.sdpa_backend ?? null,
     duration_ms: s?.duration_ms ?? null,
     sim_time_ms: s?.sim_time_ms ?? null,
     spec: meta.spec,
@@ -107,12 +109,12 @@ export function describeRun(meta: RunMeta): string {
   if (readings.length)
     lines.push('', table(['reading', 'bytes', 'size'], readings.map(([k, v]) => [k, String(v), formatBytes(v)])).trimEnd());
   lines.push('', `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`);
-  const e = s.estimate;
-  lines.push(
-    `estimate ${formatBytes(e.bytes)} (${e.parameters} parameters x ${e.bytes_per_parameter.weights}+${e.bytes_per_parameter.gradients}+${e.bytes_per_parameter.optimizer} B` +
-      ` + batch x ${formatBytes(e.activation_bytes_per_sample)})` +
-      (e.measured_peak !== null && e.error_pct !== null ? `  measured ${formatBytes(e.measured_peak)} over the baseline  error ${e.error_pct.toFixed(1)}%` : ''),
-  );
+  if (s.parameters !== undefined)
+    lines.push(
+      `${s.parameters.toLocaleString('en-US')} parameters` +
+        (s.trainable_parameters !== s.parameters ? `, ${s.trainable_parameters.toLocaleString('en-US')} trainable` : '') +
+        (s.sdpa_backend ? `; attention backend ${s.sdpa_backend}` : ''),
+    );
   if (s.oom) {
     lines.push('', `OUT OF MEMORY in ${s.oom.phase || 'setup'}${s.oom.iteration >= 0 ? ` (iteration ${s.oom.iteration})` : ''}:`, s.oom.message);
     lines.push(

@@ -1,5 +1,5 @@
 // Which phase each memory sample falls in, from the phase markers around it.
-import type { MemorySample, PhaseMarker, RunEvent } from '../contract/runs';
+import type { MemorySample, PhaseMarker, RunEvent } from './runs';
 
 /** Markers that frame other phases rather than name what the run is doing. */
 const FRAMES = new Set(['iteration', 'microbatch', 'micro_batch', 'module', 'run']);
