@@ -133,6 +133,7 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options, std::fu
     throw std::invalid_argument("unknown mode \"" + spec.mode +
                                 "\" (expected train, inference, loss_accumulation or generate)");
   r.modeled_time_ms = (ctx.modeled_time_s() - t0) * 1e3;
+  r.sdpa_backend = ctx.last_sdpa_backend;
   r.memory_summary = s.memory->memory_summary();
   return r;
 }

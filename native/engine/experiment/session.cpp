@@ -34,13 +34,25 @@ void warm_up(const std::string& kind) {
   CategoryScope cs(Category::Temporary);
   if (kind == "linear") {
     // torch_protocol.py: w = nn.Linear(8, 8).cuda(); w(torch.randn(4, 8)).sum().backward()
+    // (Python frees each temporary as soon as the next op has taken it: the output of
+    // w(...) goes before backward, unlike a C++ full expression's temporaries)
     Linear w(8, 8);
-    sum(w(randn({4, 8}))).backward();
+    Tensor loss;
+    {
+      Tensor y = w(randn({4, 8}));
+      loss = sum(y);
+    }
+    loss.backward();
   } else if (kind == "matmul") {
     // bench/torch/protocol.py's matmul warm-up: (a @ a).sum().backward(), a 64x64 leaf
     Tensor a = randn({64, 64});
     a.requires_grad_(true);
-    sum(mm(a, a)).backward();
+    Tensor loss;
+    {
+      Tensor y = mm(a, a);
+      loss = sum(y);
+    }
+    loss.backward();
   } else {
     throw std::invalid_argument("unknown warmup '" + kind + "' (expected linear or matmul)");
   }

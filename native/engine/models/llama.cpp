@@ -66,9 +66,13 @@ class LlamaBlock : public Module {
       q = call("wq", h).view({B, T, H_, D_}).transpose(1, 2);
       k = call("wk", h).view({B, T, KV_, D_}).transpose(1, 2);
       v = call("wv", h).view({B, T, KV_, D_}).transpose(1, 2);
-      Tensor rq = apply_rope(q, cos, sin), rk = apply_rope(k, cos, sin);
-      k = rk;  // q, k = ...: CPython stores k first
-      q = rq;
+      {
+        // q, k = apply_rope(q, ...), apply_rope(k, ...): CPython stores k first, and only
+        // q and k hold the results afterwards
+        Tensor rq = apply_rope(q, cos, sin), rk = apply_rope(k, cos, sin);
+        k = std::move(rk);
+        q = std::move(rq);
+      }
       if (KV_ != H_) {
         k = repeat_interleave(k, H_ / KV_, 1);
         v = repeat_interleave(v, H_ / KV_, 1);
@@ -102,9 +106,11 @@ class LlamaBlock : public Module {
       l.q = call("wq", l.h).view({B, T, H_, D_}).transpose(1, 2);
       l.k = call("wk", l.h).view({B, T, KV_, D_}).transpose(1, 2);
       l.v = call("wv", l.h).view({B, T, KV_, D_}).transpose(1, 2);
-      Tensor rq = apply_rope(l.q, cos, sin), rk = apply_rope(l.k, cos, sin);
-      l.k = rk;
-      l.q = rq;
+      {
+        Tensor rq = apply_rope(l.q, cos, sin), rk = apply_rope(l.k, cos, sin);
+        l.k = std::move(rk);
+        l.q = std::move(rq);
+      }
       auto kv = cache.update(layer, l.k, l.v, pos);
       l.k = kv.first;
       l.v = kv.second;

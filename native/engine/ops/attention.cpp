@@ -286,11 +286,11 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
       if (half) {
         delta = make_tensor({B, H, M}, DType::Float32, "_efficient_attention_backward");  // the kernel computes it
       } else {
-        // (grad_out.float() * out.float()).sum(-1).transpose(-2, -1).contiguous()
+        // (grad_out.float() * out.float()).sum(-1).transpose(-2, -1).contiguous(): one
+        // C++ expression, its temporaries (the sum, then the product) freed at its end
         NoGradGuard ng;
         Tensor prod = mul(grad_out, out.transpose(1, 2));
         Tensor s = sum(prod, {-1});
-        prod.reset();
         delta = s.transpose(-2, -1).contiguous();
       }
       Tensor ws = make_tensor({efficient_workspace_bytes(half, B, H, M, N, K, Kv) / 4}, DType::Float32,
@@ -373,7 +373,9 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     // The CPU reference: efficient-attention layout, no workspaces.
     return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
-  switch (select_backend(q, k, v, is_causal)) {
+  const SdpaBackend backend = select_backend(q, k, v, is_causal);
+  current_context().last_sdpa_backend = sdpa_backend_name(backend);
+  switch (backend) {
     case SdpaBackend::Cudnn: return cudnn_forward(q, k, v, is_causal, scale, need_lse);
     case SdpaBackend::Flash: return flash_forward(q, k, v, is_causal, scale, need_lse);
     case SdpaBackend::Efficient: return efficient_forward(q, k, v, is_causal, scale, need_lse);

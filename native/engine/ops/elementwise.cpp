@@ -111,10 +111,10 @@ struct PowBackward0 : Node {  // pow.Tensor_Scalar
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
     if (exponent == 0.0) return {zeros_like(self_.unpack(this))};
-    // grad * (exponent * self.pow(exponent - 1)): the right operand is built first.
+    // grad * (exponent * self.pow(exponent - 1)): one expression, the right operand
+    // built first, its temporaries freed only when the product exists.
     Tensor p = pow(self_.unpack(this), exponent - 1);
     Tensor e = mul(p, exponent);
-    p.reset();
     return {mul(g[0], e)};
   }
   void release_variables() override { self_.reset_data(); }
