@@ -393,7 +393,7 @@ export type SpecResult = { ok: true; spec: Spec } | { ok: false; issues: string[
 export function checkSpec(input: unknown): SpecResult {
   const res = SpecSchema.safeParse(input === undefined ? {} : input, { reportInput: true });
   if (res.success) return { ok: true, spec: res.data };
-  return { ok: false, issues: res.error.issues.slice(0, 8).map(describeIssue) };
+  return { ok: false, issues: res.error.issues.flatMap(expandUnion).slice(0, 8).map(describeIssue) };
 }
 
 /** Validates and fills defaults; throws SpecError naming each bad field. */
@@ -401,6 +401,14 @@ export function parseSpec(input: unknown): Spec {
   const res = checkSpec(input);
   if (!res.ok) throw new SpecError(res.issues);
   return res.spec;
+}
+
+/** An object given for "kind string or {kind, ...}" fails inside the object: report those issues. */
+function expandUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || !issue.input || typeof issue.input !== 'object') return [issue];
+  const inner = issue.errors.find((errs) => errs.length && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message)));
+  if (!inner) return [issue];
+  return inner.map((e) => ({ ...e, path: [...issue.path, ...e.path] }) as z.core.$ZodIssue).flatMap(expandUnion);
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
