@@ -35,6 +35,8 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   presets: readonly Preset<ArgsOf<F>>[];
   /** Rules between the model's own fields, checked after each field's range. */
   check(m: ArgsOf<F>): Issue[];
+  /** A short name for run lists ("gpt 768x12 seq 1024"). */
+  name(m: ArgsOf<F>): string;
   /** Number of parameters (tied weights counted once), as model.parameters() sums them. */
   parameters(m: ArgsOf<F>): number;
 }

@@ -49,6 +49,11 @@ export function fieldNames(list: readonly { fields: Fields }[]): string[] {
   return out;
 }
 
+/** A short name for the model, for run lists. */
+export function modelName(model: ModelSpec): string {
+  return familyOf(model.kind)!.name(model as unknown as Record<string, number>);
+}
+
 /** The model's parameter count (tied weights once), before fine-tuning adds adapters. */
 export function parameterCount(model: ModelSpec): number {
   return familyOf(model.kind)!.parameters(model as unknown as Record<string, number>);

@@ -32,6 +32,7 @@ export const gpt = defineFamily({
     { id: 'gpt2-large', label: 'GPT-2 large (774M)', model: { vocab: 50257, seq: 1024, dim: 1280, depth: 36, heads: 20 } },
   ],
   check: (m) => headChecks(m.dim, m.heads),
+  name: (m) => `gpt ${m.dim}x${m.depth} seq ${m.seq}`,
   parameters: (m) => {
     const C = m.dim;
     const block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C);

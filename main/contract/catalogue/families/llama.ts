@@ -50,6 +50,7 @@ export const llama = defineFamily({
       issues.push({ path: ['model', 'kv_heads'], message: `must divide model.heads (${m.heads}) evenly (grouped-query attention)`, input: m.kv_heads });
     return issues;
   },
+  name: (m) => `llama ${m.dim}x${m.depth}${m.kv_heads !== m.heads ? ` kv${m.kv_heads}` : ''} seq ${m.seq}`,
   parameters: (m) => {
     const C = m.dim;
     const D = C / m.heads;

@@ -20,5 +20,6 @@ export const mlp = defineFamily({
   loraDefaultTargets: [],
   presets: [{ id: 'seed-mlp', label: 'Seed MLP (1024-2048-2048-10)', model: { in: 1024, hidden: 2048, depth: 2, out: 10 } }],
   check: () => [],
+  name: (m) => `mlp ${m.in}-${m.hidden}x${m.depth}-${m.out}`,
   parameters: (m) => m.in * m.hidden + m.hidden + (m.depth - 1) * (m.hidden * m.hidden + m.hidden) + m.hidden * m.out + m.out,
 });

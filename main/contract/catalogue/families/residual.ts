@@ -21,5 +21,6 @@ export const residual = defineFamily({
     { id: 'residual-1024', label: 'Residual 1024 x 16', model: { dim: 1024, depth: 16 } },
   ],
   check: () => [],
+  name: (m) => `residual ${m.dim}x${m.depth}`,
   parameters: (m) => m.depth * 2 * (m.dim * m.dim + m.dim),
 });
