@@ -38,7 +38,9 @@ export const SPEC_COLUMNS: readonly string[] = [
   'capacity_bytes',
 ];
 
-export function specColumns(spec: Spec): Record<string, Cell> {
+/** Runs stored before a field existed lack it: those cells are empty. */
+export function specColumns(stored: Spec): Record<string, Cell> {
+  const spec = { ...stored, finetune: stored.finetune ?? { method: 'full' } };
   const model = spec.model as unknown as Record<string, Cell>;
   const opt = spec.optimizer as unknown as Record<string, Cell>;
   const ft = spec.finetune as { method: string; blocks?: number; rank?: number; alpha?: number; targets?: string[] };
@@ -50,7 +52,7 @@ export function specColumns(spec: Spec): Record<string, Cell> {
     accum: spec.accum,
     checkpoint: checkpointLabel(spec.checkpoint),
     precision: spec.precision,
-    weights: spec.weights,
+    weights: spec.weights ?? null,
     optimizer: spec.optimizer.kind,
     ...Object.fromEntries(OPTIMIZER_FIELDS.map((f) => [`optimizer_${f}`, opt[f] ?? null])),
     set_to_none: spec.set_to_none,
@@ -63,9 +65,9 @@ export function specColumns(spec: Spec): Record<string, Cell> {
     finetune_alpha: ft.alpha ?? null,
     finetune_targets: ft.targets ? ft.targets.join('+') : null,
     shapes: spec.shapes ? spec.shapes.map((s) => `${s.batch}x${s.seq}`).join(' ') : null,
-    prompt: spec.prompt,
-    new_tokens: spec.new_tokens,
-    cache: spec.cache,
+    prompt: spec.prompt ?? null,
+    new_tokens: spec.new_tokens ?? null,
+    cache: spec.cache ?? null,
     alloc_conf: spec.alloc_conf,
     device: spec.device,
     capacity_bytes: spec.capacity,

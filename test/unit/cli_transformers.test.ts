@@ -94,3 +94,13 @@ describe('vramlab with transformer specs', () => {
       expect(out).toContain(s);
   });
 });
+
+describe('OOM advice for transformers', () => {
+  it('names the logits and the fine-tuning methods where they help', async () => {
+    const { code, out } = await cli(['run', specFile({ model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 256, depth: 2, heads: 4 }, batch: 16, capacity: '2GiB' }), '--json']);
+    expect(code).toBe(0);
+    const r = JSON.parse(out);
+    expect(r.status).toBe('oom');
+    expect(r.oom.suggestions.join('\n')).toMatch(/checkpoint: "block"|logits/);
+  });
+});

@@ -140,3 +140,13 @@ describe('CSV export', () => {
     expect(back.events).toEqual(rec.events);
   });
 });
+
+describe('spec columns of runs stored before the transformer fields', () => {
+  it('leaves the missing fields empty instead of failing', async () => {
+    const { specColumns } = await import('../../main/export/spec_columns');
+    const old = { ...parseSpec({}) } as Record<string, unknown>;
+    for (const k of ['weights', 'finetune', 'shapes', 'prompt', 'new_tokens', 'cache']) delete old[k];
+    const row = specColumns(old as never);
+    expect(row).toMatchObject({ model: 'mlp', model_in: 1024, finetune: 'full', weights: null, shapes: null, cache: null });
+  });
+});
