@@ -345,7 +345,7 @@ const UnaryCase kUnary[] = {
     {UnaryOp::Exp, 0, false},       {UnaryOp::Log, 0, true},          {UnaryOp::Abs, 0, false},
     {UnaryOp::Square, 0, false},    {UnaryOp::Reciprocal, 0, true},   {UnaryOp::AddScalar, 0.75, false},
     {UnaryOp::MulScalar, -1.5, false}, {UnaryOp::DivScalar, 3.0, false}, {UnaryOp::RSubScalar, 2.0, false},
-    {UnaryOp::PowScalar, 1.7, true}};
+    {UnaryOp::PowScalar, 1.7, true}, {UnaryOp::Silu, 0, false},     {UnaryOp::Rsqrt, 0, true}};
 
 TEST_F(EngineCudaOps, UnaryOpsMatchCpuOnContiguousAndStridedInputs) {
   struct Layout {
@@ -380,7 +380,8 @@ const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},        {BinaryOp::Sub
                               {BinaryOp::Mul, 0, false},          {BinaryOp::Div, 0, true},
                               {BinaryOp::ThresholdBackward, 0, false}, {BinaryOp::GeluBackward, 0, false},
                               {BinaryOp::GeluTanhBackward, 0, false}, {BinaryOp::SqDiff, 0, false},
-                              {BinaryOp::Lerp, 0.3, false},       {BinaryOp::Maximum, 0, false}};
+                              {BinaryOp::Lerp, 0.3, false},       {BinaryOp::Maximum, 0, false},
+                              {BinaryOp::SiluBackward, 0, false}};
 
 TEST_F(EngineCudaOps, BinaryOpsMatchCpuWithBroadcastingAndMixedDtypes) {
   const Shape shape{33, 130};
@@ -578,7 +579,7 @@ TEST_F(EngineCudaOps, GemmMatchesCpuForEveryLayoutBiasAndPrecision) {
                {DType::BFloat16, false, 1e-2}};
   struct Dims {
     int64_t M, K, N;
-  } dims[] = {{67, 45, 83}, {512, 1024, 768}, {1, 33, 17}};
+  } dims[] = {{67, 45, 83}, {256, 320, 192}, {1, 33, 17}};
   for (const auto& p : precs)
     for (const auto& d : dims)
       for (int layout = 0; layout < 8; ++layout) {
@@ -674,6 +675,101 @@ TEST_F(EngineCudaOps, LogSoftmaxAndNllLossMatchCpu) {
   gpu_be().nll_loss(l, tw, lp, to_gpu(tgt_c), true);
   EXPECT_THROW(gpu_be().synchronize(), std::out_of_range);
   EXPECT_NO_THROW(gpu_be().synchronize());  // reported once
+}
+
+
+// ---- transformer kernels against the float64 CPU reference ----
+
+double ttol(DType t) { return t == DType::Float32 ? 1e-4 : 2e-2; }
+
+TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    Tensor w_c = cpu_rand({50, 72}, dt), g_c = cpu_rand({40, 72}, dt);
+    Tensor idx_c;
+    {
+      ContextGuard g(*cpu_);
+      idx_c = randint({40}, 50);
+    }
+    Tensor w_g = to_gpu(w_c), g_g = to_gpu(g_c), idx_g = to_gpu(idx_c);
+    Tensor ref = cpu_empty({40, 72}, dt), out = gpu_poisoned({40, 72}, dt);
+    cpu_be().index_select_rows(ref, w_c, idx_c);
+    gpu_be().index_select_rows(out, w_g, idx_g);
+    EXPECT_LE(rel_err(values(out), cpu_values(ref)), ttol(dt)) << dtype_name(dt);
+    Tensor gw_c = cpu_empty({50, 72}, dt), gw_g = gpu_poisoned({50, 72}, dt);
+    cpu_be().fill(gw_c, 0);
+    gpu_be().fill(gw_g, 0);
+    cpu_be().index_add_rows(gw_c, g_c, idx_c);
+    gpu_be().index_add_rows(gw_g, g_g, idx_g);
+    EXPECT_LE(rel_err(values(gw_g), cpu_values(gw_c)), ttol(dt)) << dtype_name(dt) << " backward";
+  }
+}
+
+TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const Shape shape{2, 19, 96};
+    Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({96}, dt), b_c = cpu_rand({96}, dt), dy_c = cpu_rand(shape, dt);
+    Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
+    Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({38}, DType::Float32), r_c = cpu_empty({38}, DType::Float32);
+    Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({38}, DType::Float32), r_g = gpu_poisoned({38}, DType::Float32);
+    cpu_be().layer_norm(y_c, m_c, r_c, x_c, &w_c, &b_c, 1e-5);
+    gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
+    EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
+    EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
+    Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({96}, dt), db_c = cpu_empty({96}, dt);
+    Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({96}, dt), db_g = gpu_poisoned({96}, dt);
+    cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
+    gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
+    EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
+    EXPECT_LE(rel_err(values(dw_g), cpu_values(dw_c)), ttol(dt)) << dtype_name(dt) << " dweight";
+    EXPECT_LE(rel_err(values(db_g), cpu_values(db_c)), ttol(dt)) << dtype_name(dt) << " dbias";
+  }
+}
+
+TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
+  // q, k, v as the models make them: (B, S, H, D) buffers seen as (B, H, S, D).
+  const int64_t B = 2, S = 37, H = 3, D = 64;
+  const double scale = 1.0 / std::sqrt(double(D));
+  for (DType dt : {DType::Float32, DType::BFloat16})
+    for (bool causal : {true, false}) {
+      auto bhsd = [](const Tensor& t) { return t.transpose(1, 2); };
+      Tensor q_c = cpu_rand({B, S, H, D}, dt), k_c = cpu_rand({B, S, H, D}, dt), v_c = cpu_rand({B, S, H, D}, dt);
+      Tensor go_c = cpu_rand({B, H, S, D}, dt);
+      Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
+      Tensor o_c = cpu_empty({B, H, S, D}, dt), l_c = cpu_empty({B, H, S}, DType::Float32);
+      Tensor o_g = gpu_poisoned({B, H, S, D}, dt), l_g = gpu_poisoned({B, H, S}, DType::Float32);
+      cpu_be().attention(o_c, &l_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), causal, scale);
+      gpu_be().attention(o_g, &l_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), causal, scale);
+      const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full");
+      EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
+      EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+      // the backward from the reference's forward, so only the backward kernels differ
+      Tensor o_in = to_gpu(o_c), l_in = to_gpu(l_c);
+      Tensor dq_c = cpu_empty({B, H, S, D}, dt), dk_c = cpu_empty({B, H, S, D}, dt), dv_c = cpu_empty({B, H, S, D}, dt);
+      Tensor dq_g = gpu_poisoned({B, H, S, D}, dt), dk_g = gpu_poisoned({B, H, S, D}, dt), dv_g = gpu_poisoned({B, H, S, D}, dt);
+      cpu_be().attention_backward(dq_c, dk_c, dv_c, go_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), o_c, l_c, causal, scale);
+      gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), o_in, l_in, causal, scale);
+      EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+      EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
+      EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
+    }
+}
+
+TEST_F(EngineCudaOps, ArangeRotaryTablesAndArgmax) {
+  Tensor a_c = cpu_empty({300}, DType::Int64), a_g = gpu_poisoned({300}, DType::Int64);
+  cpu_be().arange(a_c, 5);
+  gpu_be().arange(a_g, 5);
+  EXPECT_EQ(values(a_g), cpu_values(a_c));
+  Tensor c_c = cpu_empty({64, 16}, DType::Float32), s_c = cpu_empty({64, 16}, DType::Float32);
+  Tensor c_g = gpu_poisoned({64, 16}, DType::Float32), s_g = gpu_poisoned({64, 16}, DType::Float32);
+  cpu_be().rope_tables(c_c, s_c, 10000.0);
+  gpu_be().rope_tables(c_g, s_g, 10000.0);
+  EXPECT_LE(rel_err(values(c_g), cpu_values(c_c)), 1e-4);
+  EXPECT_LE(rel_err(values(s_g), cpu_values(s_c)), 1e-4);
+  Tensor x_c = cpu_rand({7, 1000}, DType::Float32), x_g = to_gpu(x_c);
+  Tensor m_c = cpu_empty({7}, DType::Int64), m_g = gpu_poisoned({7}, DType::Int64);
+  cpu_be().argmax_last(m_c, x_c);
+  gpu_be().argmax_last(m_g, x_g);
+  EXPECT_EQ(values(m_g), cpu_values(m_c));
 }
 
 TEST_F(EngineCudaOps, ItemAndAllFinite) {

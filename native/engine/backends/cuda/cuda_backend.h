@@ -50,6 +50,21 @@ class CudaBackend : public Backend {
   // Multi-tensor kernels for the float32 contiguous tensors, the default per-tensor ops
   // for any others (and for all of them with tuning().fused_adam off).
   void adam_foreach(const AdamForeachArgs& a) override;
+  // Transformer kernels (cuda_transformer.cpp, kernels/transformer.cu).
+  void index_select_rows(const Tensor& out, const Tensor& weight, const Tensor& indices) override;
+  void index_add_rows(const Tensor& grad_weight, const Tensor& grad, const Tensor& indices) override;
+  void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor* weight,
+                  const Tensor* bias, double eps) override;
+  void layer_norm_backward(const Tensor* dx, const Tensor* dweight, const Tensor* dbias, const Tensor& dy,
+                           const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight) override;
+  void attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                 double scale) override;
+  void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                          const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
+                          double scale) override;
+  void arange(const Tensor& out, double start) override;
+  void rope_tables(const Tensor& cos, const Tensor& sin, double theta) override;
+  void argmax_last(const Tensor& out, const Tensor& in) override;
 
   // Performance switches, on by default, so one benchmark process can A/B them (and
   // VRAMLAB_CUDA_TUNING=old starts a backend with all of them off). None changes

@@ -81,4 +81,17 @@ struct AdamBatchArgs {
   int64_t block_start[kAdamMaxTensors + 1] = {};
 };
 
+// A 4-D strided view (attention's (B, H, S, D) tensors; the last stride is 1).
+struct View4 {
+  void* ptr = nullptr;
+  int32_t dtype = kF32;
+  int64_t size[4] = {}, stride[4] = {};
+};
+
+// A 1-D vector of `dtype` (layer norm's weight and bias), null when absent.
+struct Vec {
+  const void* ptr = nullptr;
+  int32_t dtype = kF32;
+};
+
 }  // namespace vramlab::engine::cuda

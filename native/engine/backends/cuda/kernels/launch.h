@@ -37,4 +37,24 @@ void launch_nonfinite_check(const PointwiseArgs& a, int* flag, int num_sms, cuda
 // registers). Nothing is launched when the batch is empty.
 void launch_adam_batch(const AdamBatchArgs& a, cudaStream_t stream);
 
+// Transformer kernels (transformer.cu), written to be read rather than to be fast: one
+// warp per row, float accumulation, no scratch memory (every buffer is the engine's).
+void launch_index_select_rows(const Mat2& out, const Mat2& weight, const long long* idx, cudaStream_t stream);
+void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long long* idx, cudaStream_t stream);
+void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, Vec w, Vec b, float eps,
+                       cudaStream_t stream);
+// Any of dx, dw, db may have a null pointer (not wanted).
+void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
+                                const float* rstd, Vec w, cudaStream_t stream);
+void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
+                      bool causal, float scale, cudaStream_t stream);
+void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
+                               const View4& q, const View4& k, const View4& v, const View4& out,
+                               const View4& lse, bool causal, float scale, cudaStream_t stream);
+void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream);
+void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, double theta,
+                        cudaStream_t stream);
+void launch_argmax_rows(long long* out, const Mat2& in, cudaStream_t stream);
+
 }  // namespace vramlab::engine::cuda
+

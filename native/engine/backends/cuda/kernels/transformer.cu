@@ -1,0 +1,350 @@
+// The transformer's kernels: embedding rows (and their gradient), layer norm (and its
+// backward), causal attention (and its backward), arange, rotary tables, row argmax.
+// One warp per row throughout, float accumulation, and no scratch memory: every buffer
+// a kernel touches was allocated by the engine, as PyTorch's kernels would allocate it,
+// so memory readings on cuda:N stay the simulated device's. Speed is not the point here.
+#include <cfloat>
+
+#include "engine/backends/cuda/kernels/dtype_io.cuh"
+#include "engine/backends/cuda/kernels/launch.h"
+
+namespace vramlab::engine::cuda {
+
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxHeadDim = 256;
+constexpr int kPerLane = kMaxHeadDim / 32;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
+  return v;
+}
+
+__device__ __forceinline__ int64_t warp_row() { return int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); }
+__device__ __forceinline__ int lane() { return int(threadIdx.x & 31); }
+int64_t blocks_for_rows(int64_t rows) { return (rows + kWarpsPerBlock - 1) / kWarpsPerBlock; }
+
+// ---- embedding -------------------------------------------------------------------
+
+__global__ void index_select_rows_kernel(Mat2 out, Mat2 w, const long long* idx) {
+  const int64_t row = warp_row();
+  if (row >= out.rows) return;
+  const int64_t src = idx[row];
+  for (int64_t c = lane(); c < out.cols; c += 32)
+    store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, load_f(w.ptr, w.dtype, src * w.s0 + c * w.s1));
+}
+
+// One thread per column walks every lookup in order: deterministic, no atomics.
+__global__ void index_add_rows_kernel(Mat2 gw, Mat2 g, const long long* idx) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= gw.cols) return;
+  for (int64_t i = 0; i < g.rows; ++i) {
+    const int64_t at = idx[i] * gw.s0 + c * gw.s1;
+    store_f(gw.ptr, gw.dtype, at, load_f(gw.ptr, gw.dtype, at) + load_f(g.ptr, g.dtype, i * g.s0 + c * g.s1));
+  }
+}
+
+// ---- layer norm ------------------------------------------------------------------
+
+__device__ __forceinline__ float vec_at(Vec v, int64_t i, float absent) {
+  return v.ptr ? load_f(v.ptr, v.dtype, i) : absent;
+}
+
+__global__ void layer_norm_kernel(Mat2 y, float* mean_out, float* rstd_out, Mat2 x, Vec w, Vec b, float eps) {
+  const int64_t row = warp_row();
+  if (row >= x.rows) return;
+  const int64_t n = x.cols;
+  float s = 0;
+  for (int64_t c = lane(); c < n; c += 32) s += load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1);
+  const float mean = warp_sum(s) / float(n);
+  float q = 0;
+  for (int64_t c = lane(); c < n; c += 32) {
+    const float d = load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean;
+    q += d * d;
+  }
+  const float rstd = rsqrtf(warp_sum(q) / float(n) + eps);
+  for (int64_t c = lane(); c < n; c += 32) {
+    const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean) * rstd;
+    store_f(y.ptr, y.dtype, row * y.s0 + c * y.s1, xh * vec_at(w, c, 1.f) + vec_at(b, c, 0.f));
+  }
+  if (lane() == 0) {
+    mean_out[row] = mean;
+    rstd_out[row] = rstd;
+  }
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w.
+__global__ void layer_norm_dx_kernel(Mat2 dx, Mat2 dy, Mat2 x, const float* mean, const float* rstd, Vec w) {
+  const int64_t row = warp_row();
+  if (row >= x.rows) return;
+  const int64_t n = x.cols;
+  const float mu = mean[row], rs = rstd[row];
+  float sg = 0, sgx = 0;
+  for (int64_t c = lane(); c < n; c += 32) {
+    const float g = load_f(dy.ptr, dy.dtype, row * dy.s0 + c * dy.s1) * vec_at(w, c, 1.f);
+    const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mu) * rs;
+    sg += g;
+    sgx += g * xh;
+  }
+  sg = warp_sum(sg) / float(n);
+  sgx = warp_sum(sgx) / float(n);
+  for (int64_t c = lane(); c < n; c += 32) {
+    const float g = load_f(dy.ptr, dy.dtype, row * dy.s0 + c * dy.s1) * vec_at(w, c, 1.f);
+    const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mu) * rs;
+    store_f(dx.ptr, dx.dtype, row * dx.s0 + c * dx.s1, rs * (g - sg - xh * sgx));
+  }
+}
+
+// One thread per column sums over the rows: dw = sum dy * xhat, db = sum dy.
+__global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const float* mean, const float* rstd) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= x.cols) return;
+  float sw = 0, sb = 0;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float g = load_f(dy.ptr, dy.dtype, r * dy.s0 + c * dy.s1);
+    sw += g * (load_f(x.ptr, x.dtype, r * x.s0 + c * x.s1) - mean[r]) * rstd[r];
+    sb += g;
+  }
+  if (dw.ptr) store_f(const_cast<void*>(dw.ptr), dw.dtype, c, sw);
+  if (db.ptr) store_f(const_cast<void*>(db.ptr), db.dtype, c, sb);
+}
+
+// ---- attention -------------------------------------------------------------------
+
+__device__ __forceinline__ int64_t off4(const View4& t, int64_t b, int64_t h, int64_t s, int64_t d) {
+  return b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d * t.stride[3];
+}
+
+// This lane's elements (d = lane + 32 k) of row s of a (B, H, S, D) view.
+__device__ __forceinline__ void load_row(const View4& t, int64_t b, int64_t h, int64_t s, float (&r)[kPerLane]) {
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int64_t d = lane() + 32 * k;
+    r[k] = d < t.size[3] ? load_f(t.ptr, t.dtype, off4(t, b, h, s, d)) : 0.f;
+  }
+}
+
+__device__ __forceinline__ float dot_row(const float (&a)[kPerLane], const View4& t, int64_t b, int64_t h, int64_t s) {
+  float p = 0;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int64_t d = lane() + 32 * k;
+    if (d < t.size[3]) p += a[k] * load_f(t.ptr, t.dtype, off4(t, b, h, s, d));
+  }
+  return warp_sum(p);
+}
+
+__device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, int64_t s, const float (&r)[kPerLane]) {
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int64_t d = lane() + 32 * k;
+    if (d < t.size[3]) store_f(t.ptr, t.dtype, off4(t, b, h, s, d), r[k]);
+  }
+}
+
+// One warp per query row, online softmax over the keys (the causal mask is top-left
+// aligned, as PyTorch's is_causal: key j is seen by query i when j <= i).
+__global__ void attention_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
+  const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
+  const int64_t row = warp_row();
+  if (row >= B * H * Sq) return;
+  const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
+  float qi[kPerLane], acc[kPerLane] = {};
+  load_row(q, b, h, i, qi);
+  float m = -FLT_MAX, l = 0;
+  const int64_t last = causal ? (i < Sk ? i : Sk - 1) : Sk - 1;
+  for (int64_t j = 0; j <= last; ++j) {
+    const float s = dot_row(qi, k, b, h, j) * scale;
+    const float m_new = fmaxf(m, s);
+    const float corr = __expf(m - m_new), p = __expf(s - m_new);
+    l = l * corr + p;
+#pragma unroll
+    for (int kk = 0; kk < kPerLane; ++kk) {
+      const int64_t d = lane() + 32 * kk;
+      acc[kk] = acc[kk] * corr + (d < v.size[3] ? p * load_f(v.ptr, v.dtype, off4(v, b, h, j, d)) : 0.f);
+    }
+    m = m_new;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kPerLane; ++kk) acc[kk] /= l;
+  store_row(out, b, h, i, acc);
+  if (lse.ptr && lane() == 0) store_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0), m + __logf(l));
+}
+
+// dq: one warp per query row. p = exp(s - lse), ds = p (dout . v_j - dout . out).
+__global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
+                                    bool causal, float scale) {
+  const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
+  const int64_t row = warp_row();
+  if (row >= B * H * Sq) return;
+  const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
+  float qi[kPerLane], gi[kPerLane], acc[kPerLane] = {};
+  load_row(q, b, h, i, qi);
+  load_row(dout, b, h, i, gi);
+  const float di = dot_row(gi, out, b, h, i);
+  const float li = load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0));
+  const int64_t last = causal ? (i < Sk ? i : Sk - 1) : Sk - 1;
+  for (int64_t j = 0; j <= last; ++j) {
+    const float p = __expf(dot_row(qi, k, b, h, j) * scale - li);
+    const float ds = p * (dot_row(gi, v, b, h, j) - di) * scale;
+#pragma unroll
+    for (int kk = 0; kk < kPerLane; ++kk) {
+      const int64_t d = lane() + 32 * kk;
+      if (d < k.size[3]) acc[kk] += ds * load_f(k.ptr, k.dtype, off4(k, b, h, j, d));
+    }
+  }
+  store_row(dq, b, h, i, acc);
+}
+
+// dk, dv: one warp per key row, over the queries that see it.
+__global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out,
+                                      View4 lse, bool causal, float scale) {
+  const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
+  const int64_t row = warp_row();
+  if (row >= B * H * Sk) return;
+  const int64_t j = row % Sk, h = (row / Sk) % H, b = row / (Sk * H);
+  float kj[kPerLane], vj[kPerLane], ak[kPerLane] = {}, av[kPerLane] = {};
+  load_row(k, b, h, j, kj);
+  load_row(v, b, h, j, vj);
+  for (int64_t i = causal ? j : 0; i < Sq; ++i) {
+    float qi[kPerLane], gi[kPerLane];
+    load_row(q, b, h, i, qi);
+    load_row(dout, b, h, i, gi);
+    float s = 0, gv = 0, go = 0;
+#pragma unroll
+    for (int kk = 0; kk < kPerLane; ++kk) {
+      const int64_t d = lane() + 32 * kk;
+      s += qi[kk] * kj[kk];
+      gv += gi[kk] * vj[kk];
+      go += d < out.size[3] ? gi[kk] * load_f(out.ptr, out.dtype, off4(out, b, h, i, d)) : 0.f;
+    }
+    s = warp_sum(s) * scale;
+    gv = warp_sum(gv);
+    go = warp_sum(go);
+    const float p = __expf(s - load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0)));
+    const float ds = p * (gv - go) * scale;
+#pragma unroll
+    for (int kk = 0; kk < kPerLane; ++kk) {
+      av[kk] += p * gi[kk];
+      ak[kk] += ds * qi[kk];
+    }
+  }
+  store_row(dk, b, h, j, ak);
+  store_row(dv, b, h, j, av);
+}
+
+// ---- small ones ------------------------------------------------------------------
+
+__global__ void arange_kernel(void* out, int32_t dt, int64_t n, double start) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) store_d(out, dt, i, start + double(i));
+}
+
+// inv_freq = 1 / theta^(2i / D) in float, angle = t * inv_freq (torch's outer product).
+__global__ void rope_tables_kernel(void* cos_out, void* sin_out, int32_t dt, int64_t t, int64_t half, double theta) {
+  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= t * half) return;
+  const int64_t pos = e / half, i = e % half;
+  const float inv = 1.0f / powf(float(theta), float(2 * i) / float(2 * half));
+  const float a = float(pos) * inv;
+  store_f(cos_out, dt, e, cosf(a));
+  store_f(sin_out, dt, e, sinf(a));
+}
+
+__global__ void argmax_rows_kernel(long long* out, Mat2 in) {
+  const int64_t row = warp_row();
+  if (row >= in.rows) return;
+  float best = -FLT_MAX;
+  long long at = 0;
+  for (int64_t c = lane(); c < in.cols; c += 32) {
+    const float x = load_f(in.ptr, in.dtype, row * in.s0 + c * in.s1);
+    if (x > best) best = x, at = c;
+  }
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) {  // the first index of the maximum wins, as torch.argmax
+    const float ob = __shfl_xor_sync(0xffffffffu, best, k);
+    const long long oa = __shfl_xor_sync(0xffffffffu, at, k);
+    if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
+  }
+  if (lane() == 0) out[row] = at;
+}
+
+}  // namespace
+
+void launch_index_select_rows(const Mat2& out, const Mat2& weight, const long long* idx, cudaStream_t stream) {
+  if (out.rows == 0) return;
+  index_select_rows_kernel<<<unsigned(blocks_for_rows(out.rows)), 32 * kWarpsPerBlock, 0, stream>>>(out, weight, idx);
+  check_launch("index_select_rows");
+}
+
+void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long long* idx, cudaStream_t stream) {
+  if (grad.rows == 0 || grad_weight.cols == 0) return;
+  index_add_rows_kernel<<<unsigned((grad_weight.cols + 255) / 256), 256, 0, stream>>>(grad_weight, grad, idx);
+  check_launch("index_add_rows");
+}
+
+void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, Vec w, Vec b, float eps,
+                       cudaStream_t stream) {
+  if (x.rows == 0) return;
+  layer_norm_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(y, mean, rstd, x, w, b, eps);
+  check_launch("layer_norm");
+}
+
+void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
+                                const float* rstd, Vec w, cudaStream_t stream) {
+  if (x.rows == 0) return;
+  if (dx.ptr) {
+    layer_norm_dx_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd, w);
+    check_launch("layer_norm_backward (dx)");
+  }
+  if (dw.ptr || db.ptr) {
+    layer_norm_dwdb_kernel<<<unsigned((x.cols + 255) / 256), 256, 0, stream>>>(dw, db, dy, x, mean, rstd);
+    check_launch("layer_norm_backward (dweight, dbias)");
+  }
+}
+
+void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
+                      bool causal, float scale, cudaStream_t stream) {
+  if (q.size[3] > kMaxHeadDim || v.size[3] > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
+  const int64_t rows = q.size[0] * q.size[1] * q.size[2];
+  if (rows == 0) return;
+  attention_kernel<<<unsigned(blocks_for_rows(rows)), 32 * kWarpsPerBlock, 0, stream>>>(out, lse, q, k, v, causal, scale);
+  check_launch("attention");
+}
+
+void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
+                               const View4& q, const View4& k, const View4& v, const View4& out,
+                               const View4& lse, bool causal, float scale, cudaStream_t stream) {
+  if (q.size[3] > kMaxHeadDim || v.size[3] > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
+  const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
+  if (qrows == 0 || krows == 0) return;
+  attention_dq_kernel<<<unsigned(blocks_for_rows(qrows)), 32 * kWarpsPerBlock, 0, stream>>>(dq, dout, q, k, v, out, lse,
+                                                                                            causal, scale);
+  check_launch("attention_backward (dq)");
+  attention_dkdv_kernel<<<unsigned(blocks_for_rows(krows)), 32 * kWarpsPerBlock, 0, stream>>>(dk, dv, dout, q, k, v,
+                                                                                              out, lse, causal, scale);
+  check_launch("attention_backward (dk, dv)");
+}
+
+void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream) {
+  if (n == 0) return;
+  arange_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(out, dtype, n, start);
+  check_launch("arange");
+}
+
+void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, double theta,
+                        cudaStream_t stream) {
+  if (t * half == 0) return;
+  rope_tables_kernel<<<unsigned((t * half + 255) / 256), 256, 0, stream>>>(cos, sin, dtype, t, half, theta);
+  check_launch("rope_tables");
+}
+
+void launch_argmax_rows(long long* out, const Mat2& in, cudaStream_t stream) {
+  if (in.rows == 0) return;
+  argmax_rows_kernel<<<unsigned(blocks_for_rows(in.rows)), 32 * kWarpsPerBlock, 0, stream>>>(out, in);
+  check_launch("argmax_rows");
+}
+
+}  // namespace vramlab::engine::cuda
