@@ -1,12 +1,16 @@
 // Allocator speed: ns per op on the sim device (and a CUDA device when present), next
-// to PyTorch 2.11's CUDACachingAllocator on an H200 (raw_alloc + raw_delete, best of 3).
-// Run: build/vramlab_bench_allocator [iterations]
+// to PyTorch's CUDACachingAllocator measured in the same run on the same GPU
+// (raw_alloc + raw_delete, best of 3; bench/allocator/torch_raw_alloc.py --json writes
+// the figures, test/gpu/bench.sh runs both).
+// Run: build/vramlab_bench_allocator [iterations] [torch.json]
 #include <algorithm>
 #include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "allocator/caching_allocator.h"
 #include "allocator/replay.h"
 #include "device/cuda_device.h"
+#include "engine/spec/spec_value.h"
 
 using namespace vramlab;
 using namespace vramlab::alloc;
@@ -73,11 +78,16 @@ double mixed_ns(std::shared_ptr<Device> dev, int iters) {
 }
 
 double replay_ns(const std::string& device_id, const std::string& fixture, size_t* ops) {
-  std::ifstream f(std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/torch/" + fixture + ".trace.txt");
+  // An unreadable fixture must fail loudly: an empty trace timed as 0 ops once printed
+  // best_of_3's 1e300 as the row's figure.
+  const std::string path = std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/torch/" + fixture + ".trace.txt";
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read " + path + " (set up the source tree where the bench was built)");
   std::stringstream ss;
   ss << f.rdbuf();
   ReplayTrace t = parse_replay_text(ss.str());
   *ops = t.ops.size();
+  if (t.ops.empty()) throw std::runtime_error(path + " holds no operations");
   return best_of_3([&] {
     double total = 0;
     const int reps = 50;
@@ -92,25 +102,25 @@ double replay_ns(const std::string& device_id, const std::string& fixture, size_
   });
 }
 
+// PyTorch's ns per op by workload name, from the same run ({} when not given).
+std::map<std::string, double> torch_ns;
+
 void table(const std::string& device_id, int iters) {
   std::shared_ptr<Device> dev = open_device(device_id);
   std::printf("\n%s (%s), %d iterations, best of 3\n", device_id.c_str(), dev->info().name.c_str(), iters);
-  std::printf("%-24s %12s %14s %8s\n", "workload", "vramlab ns", "PyTorch H200", "ratio");
-  auto line = [](const char* name, double ns, double torch) {
-    if (torch > 0) std::printf("%-24s %12.1f %14.1f %8.2f\n", name, ns, torch, ns / torch);
-    else std::printf("%-24s %12.1f %14s %8s\n", name, ns, "-", "-");
+  std::printf("%-24s %12s %14s %8s\n", "workload", "vramlab ns", "PyTorch ns", "ratio");
+  auto line = [](const std::string& name, double ns) {
+    auto t = torch_ns.find(name);
+    if (t != torch_ns.end() && t->second > 0)
+      std::printf("%-24s %12.1f %14.1f %8.2f\n", name.c_str(), ns, t->second, ns / t->second);
+    else std::printf("%-24s %12.1f %14s %8s\n", name.c_str(), ns, "-", "-");
   };
-  line("pair_512B", pair_ns(dev, 512, iters), 389.7);
-  line("pair_1MiB", pair_ns(dev, 1 << 20, iters), 284.7);
-  line("pair_64MiB", pair_ns(dev, 64 << 20, iters), 279.2);
-  line("mixed_free_plus_alloc", mixed_ns(dev, iters), 743.5);
+  line("pair_512B", pair_ns(dev, 512, iters));
+  line("pair_1MiB", pair_ns(dev, 1 << 20, iters));
+  line("pair_64MiB", pair_ns(dev, 64 << 20, iters));
+  line("mixed_free_plus_alloc", mixed_ns(dev, iters));
   size_t ops = 0;
-  for (const char* fx : {"mlp_adam", "resnet18_sgd"}) {
-    double ns = replay_ns(device_id, fx, &ops);
-    char name[64];
-    std::snprintf(name, sizeof name, "replay_%s/op", fx);
-    line(name, ns, 0);
-  }
+  for (const char* fx : {"mlp_adam", "resnet18_sgd"}) line(std::string("replay_") + fx, replay_ns(device_id, fx, &ops));
 }
 
 }  // namespace
@@ -118,9 +128,23 @@ void table(const std::string& device_id, int iters) {
 int main(int argc, char** argv) {
   int iters = argc > 1 ? std::atoi(argv[1]) : 200000;
   if (iters <= 0) iters = 200000;
+  if (argc > 2) {
+    try {
+      engine::SpecValue t = engine::load_json_file(argv[2]);
+      for (auto& [k, v] : t.fields()) torch_ns[k] = v.as_number(k);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: PyTorch figures not read (%s)\n", e.what());
+      return 2;
+    }
+  }
   std::printf("vramlab caching allocator: ns per op (pair = malloc + free; mixed = free one of %zu live blocks\n"
               "and allocate a new random size up to 64 MiB). Target: ratio <= 0.5.\n", kLive);
-  table("sim:h200-141gb", iters);
-  for (const DeviceInfo& d : cuda_list_devices()) table(d.id, iters);
+  try {
+    table("sim:h200-141gb", iters);
+    for (const DeviceInfo& d : cuda_list_devices()) table(d.id, iters);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

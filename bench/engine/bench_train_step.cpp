@@ -1,5 +1,6 @@
-// Training-step time of the engine, beside PyTorch's (test/refs/pytorch_reference.json
-// train_step_ms, measured as bench/torch/train_step.py does): forward, sum loss,
+// Training-step time of the engine, beside PyTorch's measured in the same run on the same
+// GPU (--torch FILE: the JSON bench/torch/train_step.py prints; test/gpu/bench.sh runs
+// both): forward, sum loss,
 // backward, Adam step, zero_grad(set_to_none) for the seed MLP and two residual
 // stacks, in fp32, tf32 and bf16 autocast. On a GPU: CUDA events around 50 steps
 // after 5 warm-up steps. On a simulated device: the sim backend's modelled time.
@@ -306,7 +307,7 @@ Timing time_steps(const std::string& device_id, const Workload& w, const std::st
 double pytorch_ms(const engine::SpecValue* refs, const std::string& key) {
   if (!refs) return -1;
   try {
-    return (*refs)["train_step_ms"]["results"][key].as_number(key);
+    return (*refs)[key].as_number(key);
   } catch (const std::exception&) {
     return -1;
   }
@@ -328,7 +329,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string device = default_device_id();
-  std::string only, only_prec, variants = "new";
+  std::string only, only_prec, variants = "new", torch_file;
   int steps = 50, warmup = 5;
   bool phases = true, memcheck = true;
   for (int i = 1; i < argc; ++i) {
@@ -348,10 +349,11 @@ int main(int argc, char** argv) {
     else if (a == "--variant") variants = next();
     else if (a == "--no-phases") phases = false;
     else if (a == "--no-memcheck") memcheck = false;
+    else if (a == "--torch") torch_file = next();
     else {
       std::fprintf(stderr,
                    "usage: %s [--device cuda:0|sim:h100-80gb] [--steps 50] [--warmup 5] [--only NAME] "
-                   "[--prec fp32|tf32|bf16] [--variant new,old,nolt] [--no-phases] [--no-memcheck]\n",
+                   "[--prec fp32|tf32|bf16] [--variant new,old,nolt] [--no-phases] [--no-memcheck] [--torch FILE]\n",
                    argv[0]);
       return 2;
     }
@@ -368,12 +370,16 @@ int main(int argc, char** argv) {
     }
   if (variant_list.empty()) variant_list.push_back("new");
 
+  // PyTorch's times come only from the same run: figures from another GPU or day would
+  // make the ratio meaningless.
   std::unique_ptr<engine::SpecValue> refs;
-  try {
-    refs = std::make_unique<engine::SpecValue>(
-        engine::load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/pytorch_reference.json"));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "note: PyTorch reference not read (%s)\n", e.what());
+  if (!torch_file.empty()) {
+    try {
+      refs = std::make_unique<engine::SpecValue>(engine::load_json_file(torch_file));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: PyTorch times not read (%s)\n", e.what());
+      return 2;
+    }
   }
 
   std::string device_name;
@@ -387,8 +393,9 @@ int main(int argc, char** argv) {
   if (sim) variant_list.assign(1, "new");  // the switches are the CUDA backend's
   std::printf("train step (forward + sum loss + backward + Adam + zero_grad) on %s (%s)\n", device.c_str(),
               device_name.c_str());
-  std::printf("%s, mean of %d steps after %d warm-up; PyTorch: H200, CUDA events\n",
-              sim ? "modelled time of the sim backend" : "CUDA events", steps, warmup);
+  std::printf("%s, mean of %d steps after %d warm-up; PyTorch: %s\n",
+              sim ? "modelled time of the sim backend" : "CUDA events", steps, warmup,
+              refs ? "eager, CUDA events, measured in this run on this GPU" : "not given (--torch)");
   if (!sim)
     std::printf("fwd/bwd/opt: per-phase events (second loop); enq_ms: host time to enqueue one step onto an idle "
                 "GPU;\ndev_allocs: allocator cudaMalloc/cudaFree/sync-all in the timed loop; memory: every step's "

@@ -28,9 +28,9 @@ with tempfile.TemporaryDirectory() as d:
         uniq = list({key(s): s for s in specs}.values())
         json.dump(uniq, open(f"{d}/{g}.json", "w"))
         if g == "matmul":
-            cmd = f"python3 {here}/protocol.py {d}/{g}.json matmul > {d}/{g}.out.json"
+            cmd = f"python3 {here}/protocol.py {d}/{g}.json matmul 4 > {d}/{g}.out.json"
         elif g == "linear":
-            cmd = f"cd {proto} && python3 torch_protocol.py {d}/{g}.json {d}/{g}.out.json 6 > /dev/null"
+            cmd = f"cd {proto} && python3 torch_protocol.py {d}/{g}.json {d}/{g}.out.json 5 > /dev/null"
         else:
             cmd = f"cd {proto} && python3 torch_protocol_finetune.py {d}/{g}.json {d}/{g}.out.json 4 > /dev/null"
         procs.append((g, subprocess.Popen(cmd, shell=True)))

@@ -199,11 +199,16 @@ if __name__ == "__main__":
         sys.exit(0)
     specs = json.load(open(sys.argv[1]))
     warm = sys.argv[2] if len(sys.argv) > 2 else "matmul"
+    par = int(sys.argv[3]) if len(sys.argv) > 3 else 1  # processes at once: each has its own allocator
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": []}
-    for spec in specs:
+
+    def go(spec):
         p = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec), warm], capture_output=True, text=True)
         if p.returncode != 0:
-            out["runs"].append({"spec": spec, "warmup": warm, "error": p.stderr[-2000:]})
-        else:
-            out["runs"].append(json.loads(p.stdout))
+            return {"spec": spec, "warmup": warm, "error": p.stderr[-2000:]}
+        return json.loads(p.stdout)
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(par) as ex:
+        out["runs"] = list(ex.map(go, specs))
     print(json.dumps(out, indent=1))

@@ -1,5 +1,9 @@
-// CUDA device: cudaMalloc/cudaFree from the static runtime, and the driver's virtual
-// memory API (cuMem*) reached through cudaGetDriverEntryPoint so nothing links libcuda.
+// CUDA device: segments are physical memory mapped at the addresses the shared layout
+// (va_layout.h) gives a fresh process's cudaMallocs, inside one range reserved at first
+// use, so the caching allocator breaks address ties on cuda:0 exactly as on the simulated
+// device (and as PyTorch did when measured), whatever else this process has allocated.
+// The driver's virtual memory API (cuMem*) is reached through cudaGetDriverEntryPoint so
+// nothing links libcuda; without it, plain cudaMalloc/cudaFree.
 #include "device/cuda_device.h"
 
 #ifdef VRAMLAB_HAVE_CUDA
@@ -9,11 +13,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+
+#include "device/va_layout.h"
 
 namespace vramlab {
 
@@ -118,9 +126,37 @@ class CudaDevice : public Device {
     return f;
   }
 
+  ~CudaDevice() override {
+    if (!range_) return;
+    try {
+      synchronize();
+      const DriverApi& a = vmm();
+      for (auto& [va, seg] : handles_) {  // segments never freed (a leak upstream): unmap them
+        a.unmap(static_cast<CUdeviceptr>(va), seg.bytes);
+        a.release(seg.handle);
+      }
+      a.addr_free(static_cast<CUdeviceptr>(range_), layout_->span());
+    } catch (const std::exception&) {
+      // the context is going away; nothing to report to
+    }
+  }
+
   uintptr_t malloc(size_t bytes) override {
     Timer t(busy_ns_);
     set_device();
+    if (bytes == 0) return 0;
+    if (placed()) {
+      uintptr_t va = 0;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        va = layout_->take(bytes);
+      }
+      if (va == 0) throw std::runtime_error("cudaMalloc: the reserved address range is exhausted");
+      if (map_at(va, VaLayout::align_up(bytes))) return va;
+      std::lock_guard<std::mutex> g(mu_);
+      layout_->give(va, bytes);
+      return 0;  // out of memory, like cudaErrorMemoryAllocation
+    }
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e == cudaErrorMemoryAllocation) {
@@ -130,9 +166,16 @@ class CudaDevice : public Device {
     check(e, "cudaMalloc");
     return reinterpret_cast<uintptr_t>(p);
   }
-  void free(uintptr_t ptr, size_t) override {
+  void free(uintptr_t ptr, size_t bytes) override {
     Timer t(busy_ns_);
     set_device();
+    if (placed()) {
+      synchronize();  // cudaFree waits for queued work; cuMemUnmap does not
+      unmap_at(ptr, VaLayout::align_up(bytes));
+      std::lock_guard<std::mutex> g(mu_);
+      layout_->give(ptr, bytes);
+      return;
+    }
     check(cudaFree(reinterpret_cast<void*>(ptr)), "cudaFree");
   }
 
@@ -145,50 +188,33 @@ class CudaDevice : public Device {
   }
   uintptr_t reserve_address(size_t bytes) override {
     Timer t(busy_ns_);
+    if (placed()) {  // expandable segments' ranges come from the same layout
+      std::lock_guard<std::mutex> g(mu_);
+      uintptr_t va = layout_->take(bytes);
+      if (va == 0) throw std::runtime_error("cuMemAddressReserve: the reserved address range is exhausted");
+      return va;
+    }
     CUdeviceptr va = 0;
     check_drv(vmm().reserve(&va, bytes, 0, 0, 0), "cuMemAddressReserve");
     return static_cast<uintptr_t>(va);
   }
   bool map_pages(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
-    const DriverApi& a = vmm();
-    CUmemAllocationProp prop = page_prop();
-    CUmemGenericAllocationHandle h = 0;
-    CUresult r = a.create(&h, bytes, &prop, 0);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
-    check_drv(r, "cuMemCreate");
-    r = a.map(static_cast<CUdeviceptr>(va), bytes, 0, h, 0);
-    if (r != CUDA_SUCCESS) {
-      a.release(h);
-      check_drv(r, "cuMemMap");
-    }
-    CUmemAccessDesc desc{};
-    desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    desc.location.id = ordinal_;
-    desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    check_drv(a.set_access(static_cast<CUdeviceptr>(va), bytes, &desc, 1), "cuMemSetAccess");
-    std::lock_guard<std::mutex> g(mu_);
-    handles_[va] = h;
-    return true;
+    return map_at(va, bytes);
   }
   void unmap_pages(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
     // cuMemUnmap does not wait for queued work the way cudaFree does.
     synchronize();
-    CUmemGenericAllocationHandle h = 0;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      auto it = handles_.find(va);
-      if (it == handles_.end()) throw std::runtime_error("unmap_pages of a range that is not mapped");
-      h = it->second;
-      handles_.erase(it);
-    }
-    const DriverApi& a = vmm();
-    check_drv(a.unmap(static_cast<CUdeviceptr>(va), bytes), "cuMemUnmap");
-    check_drv(a.release(h), "cuMemRelease");
+    unmap_at(va, bytes);
   }
   void release_address(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
+    if (placed()) {
+      std::lock_guard<std::mutex> g(mu_);
+      layout_->give(va, bytes);
+      return;
+    }
     check_drv(vmm().addr_free(static_cast<CUdeviceptr>(va), bytes), "cuMemAddressFree");
   }
   void synchronize() override {
@@ -208,6 +234,62 @@ class CudaDevice : public Device {
     std::atomic<uint64_t>& acc_;
     std::chrono::steady_clock::time_point t0_;
   };
+
+  // Whether segments go at the layout's addresses: the VMM API is there and its page
+  // size divides the layout's alignment. Reserves the range on first use: 16 x the
+  // card's memory of address space (expandable segments reserve about a card each).
+  bool placed() {
+    std::call_once(range_once_, [this] {
+      const DriverApi& a = DriverApi::get();
+      if (!a.ok || std::getenv("VRAMLAB_CUDA_DRIVER_ADDRESSES")) return;
+      CUmemAllocationProp prop = page_prop();
+      size_t g = 0;
+      if (a.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || g == 0 ||
+          VaLayout::kAlign % g != 0)
+        return;
+      const uint64_t span = VaLayout::align_up(size_t(total_) * 16);
+      CUdeviceptr base = 0;
+      if (a.reserve(&base, span, VaLayout::kAlign, 0, 0) != CUDA_SUCCESS) return;
+      range_ = static_cast<uintptr_t>(base);
+      layout_ = std::make_unique<VaLayout>(range_, span);
+    });
+    return range_ != 0;
+  }
+  // cuMemCreate + cuMemMap + cuMemSetAccess of [va, va + bytes); false when out of memory.
+  bool map_at(uintptr_t va, size_t bytes) {
+    const DriverApi& a = vmm();
+    CUmemAllocationProp prop = page_prop();
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = a.create(&h, bytes, &prop, 0);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
+    check_drv(r, "cuMemCreate");
+    r = a.map(static_cast<CUdeviceptr>(va), bytes, 0, h, 0);
+    if (r != CUDA_SUCCESS) {
+      a.release(h);
+      check_drv(r, "cuMemMap");
+    }
+    CUmemAccessDesc desc{};
+    desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    desc.location.id = ordinal_;
+    desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    check_drv(a.set_access(static_cast<CUdeviceptr>(va), bytes, &desc, 1), "cuMemSetAccess");
+    std::lock_guard<std::mutex> g(mu_);
+    handles_[va] = {h, bytes};
+    return true;
+  }
+  void unmap_at(uintptr_t va, size_t bytes) {
+    CUmemGenericAllocationHandle h = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = handles_.find(va);
+      if (it == handles_.end()) throw std::runtime_error("unmap of a range that is not mapped");
+      h = it->second.handle;
+      handles_.erase(it);
+    }
+    const DriverApi& a = vmm();
+    check_drv(a.unmap(static_cast<CUdeviceptr>(va), bytes), "cuMemUnmap");
+    check_drv(a.release(h), "cuMemRelease");
+  }
 
   void set_device() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
   void mem_info(uint64_t* free, uint64_t* total) const {
@@ -231,7 +313,14 @@ class CudaDevice : public Device {
   double bandwidth_gbs_ = 0;
   std::atomic<uint64_t> busy_ns_{0};
   std::mutex mu_;
-  std::unordered_map<uintptr_t, CUmemGenericAllocationHandle> handles_;
+  struct Mapped {
+    CUmemGenericAllocationHandle handle;
+    size_t bytes;
+  };
+  std::unordered_map<uintptr_t, Mapped> handles_;
+  std::once_flag range_once_;
+  uintptr_t range_ = 0;  // the reserved range the layout places segments in; 0: cudaMalloc
+  std::unique_ptr<VaLayout> layout_;
 };
 
 }  // namespace

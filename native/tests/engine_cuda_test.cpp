@@ -706,8 +706,8 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
   for (DType dt : {DType::Float32, DType::BFloat16}) {
-    const Shape shape{2, 19, 96};
-    Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({96}, dt), b_c = cpu_rand({96}, dt), dy_c = cpu_rand(shape, dt);
+    const Shape shape{2, 19, 100};
+    Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt), dy_c = cpu_rand(shape, dt);
     Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
     Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({38}, DType::Float32), r_c = cpu_empty({38}, DType::Float32);
     Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({38}, DType::Float32), r_g = gpu_poisoned({38}, DType::Float32);
@@ -715,8 +715,8 @@ TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
     gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
     EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
     EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
-    Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({96}, dt), db_c = cpu_empty({96}, dt);
-    Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({96}, dt), db_g = gpu_poisoned({96}, dt);
+    Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({100}, dt), db_c = cpu_empty({100}, dt);
+    Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({100}, dt), db_g = gpu_poisoned({100}, dt);
     cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
     gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
     EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
@@ -726,11 +726,13 @@ TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
 }
 
 TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
-  // q, k, v as the models make them: (B, S, H, D) buffers seen as (B, H, S, D).
-  const int64_t B = 2, S = 37, H = 3, D = 64;
-  const double scale = 1.0 / std::sqrt(double(D));
+  // q, k, v as the models make them: (B, S, H, D) buffers seen as (B, H, S, D); head
+  // dims that take each register width of the kernels (1, 2, 4 elements per lane).
+  const int64_t B = 2, S = 37, H = 3;
+  for (int64_t D : {int64_t(24), int64_t(64), int64_t(96)})
   for (DType dt : {DType::Float32, DType::BFloat16})
     for (bool causal : {true, false}) {
+      const double scale = 1.0 / std::sqrt(double(D));
       auto bhsd = [](const Tensor& t) { return t.transpose(1, 2); };
       Tensor q_c = cpu_rand({B, S, H, D}, dt), k_c = cpu_rand({B, S, H, D}, dt), v_c = cpu_rand({B, S, H, D}, dt);
       Tensor go_c = cpu_rand({B, H, S, D}, dt);
@@ -739,7 +741,7 @@ TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
       Tensor o_g = gpu_poisoned({B, H, S, D}, dt), l_g = gpu_poisoned({B, H, S}, DType::Float32);
       cpu_be().attention(o_c, &l_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), causal, scale);
       gpu_be().attention(o_g, &l_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), causal, scale);
-      const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full");
+      const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" + std::to_string(D);
       EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
       EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
       // the backward from the reference's forward, so only the backward kernels differ

@@ -10,6 +10,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
 #include <fstream>
 
 #include "engine/autocast/autocast.h"
@@ -46,10 +49,15 @@ SpecValue readings_of(const RunResult& r) {
 
 }  // namespace
 
-TEST(EngineCudaTwin, EveryMeasuredConfigurationReadsTheSameOnCudaAndSim) {
-  std::string why;
-  const std::string sim = sim_twin(&why);
-  if (sim.empty()) GTEST_SKIP() << why;
+namespace {
+
+struct TwinConfig {
+  std::string file, warmup;
+  SpecValue spec, stored;
+};
+
+// Every measured configuration with readings, in file order.
+std::vector<TwinConfig> twin_configs() {
   struct Source {
     const char* file;
     const char* section;  // "" for {runs: [...]}
@@ -65,50 +73,107 @@ TEST(EngineCudaTwin, EveryMeasuredConfigurationReadsTheSameOnCudaAndSim) {
       {"test/refs/transformer_reference.json", "finetune_and_generate", "linear"},
       {"test/refs/transformer_reference.json", "variable_shapes", "linear"},
   };
-  std::ofstream out;
-  if (const char* p = std::getenv("VRAMLAB_TWIN_OUT")) out.open(p);
-  int equal = 0, differ = 0, failed = 0;
+  std::vector<TwinConfig> out;
   for (const auto& src : sources) {
     SpecValue doc = load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + src.file);
     const auto& runs = *src.section ? doc[src.section].items() : doc["runs"].items();
     for (const SpecValue& run : runs) {
       if (!run.find("readings") || run.find("error")) continue;
-      RunSpec spec = vramlab::spectest::spec(run["spec"]);
-      RunOptions o;
-      o.warmup = run.find("warmup") ? run["warmup"].as_string("warmup") : src.warmup;
-      SCOPED_TRACE(std::string(src.file) + " " + run["spec"].to_json());
-      RunResult c, s;
-      try {
-        spec.device = "cuda:0";
-        c = run_experiment(spec, o);
-        spec.device = sim;
-        s = run_experiment(spec, o);
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << e.what();
-        ++failed;
-        continue;
-      }
-      bool same = c.readings == s.readings && c.base == s.base;
-      EXPECT_TRUE(same);
-      if (!same)
-        for (size_t i = 0; i < std::min(c.readings.size(), s.readings.size()); ++i)
-          if (c.readings[i] != s.readings[i])
-            std::printf("  differ %s %s: cuda %lld sim %lld\n", run["spec"].to_json().substr(0, 120).c_str(),
-                        c.readings[i].first.c_str(), (long long)c.readings[i].second, (long long)s.readings[i].second);
-      (same ? equal : differ)++;
-      if (out)
-        out << SpecValue::object({{"file", SpecValue::string(src.file)},
-                                  {"warmup", SpecValue::string(o.warmup)},
-                                  {"spec", run["spec"]},
-                                  {"cuda", readings_of(c)},
-                                  {"sim", readings_of(s)},
-                                  {"stored", run["readings"]}})
-                   .to_json()
-            << "\n";
+      out.push_back({src.file, run.find("warmup") ? run["warmup"].as_string("warmup") : src.warmup, run["spec"],
+                     run["readings"]});
     }
   }
-  std::printf("  twin on cuda:0 vs %s: %d equal, %d differ, %d failed (of %d)\n", sim.c_str(), equal, differ, failed,
-              equal + differ + failed);
+  return out;
+}
+
+// One configuration on both devices, as one JSON line: {cuda, sim} or {error}.
+std::string run_twin(const TwinConfig& t, const std::string& sim) {
+  RunSpec spec = vramlab::spectest::spec(t.spec);
+  RunOptions o;
+  o.warmup = t.warmup;
+  try {
+    spec.device = "cuda:0";
+    RunResult c = run_experiment(spec, o);
+    spec.device = sim;
+    RunResult s = run_experiment(spec, o);
+    auto base = [](const RunResult& r) { return SpecValue::number(double(r.base)); };
+    return SpecValue::object({{"cuda", readings_of(c)}, {"sim", readings_of(s)}, {"cuda_base", base(c)}, {"sim_base", base(s)}})
+        .to_json();
+  } catch (const std::exception& e) {
+    return SpecValue::object({{"error", SpecValue::string(e.what())}}).to_json();
+  }
+}
+
+constexpr const char* kTwinTest = "EngineCudaTwin.EveryMeasuredConfigurationReadsTheSameOnCudaAndSim";
+
+}  // namespace
+
+// Each configuration runs in a fresh child process, as PyTorch's protocol measures each
+// one in a fresh process: the driver's virtual-address layout (which decides the
+// allocator's best-fit ties between segments) is a fresh process's on both sides, and
+// the simulated device models exactly that layout. Several children at once.
+TEST(EngineCudaTwin, EveryMeasuredConfigurationReadsTheSameOnCudaAndSim) {
+  std::string why;
+  const std::string sim = sim_twin(&why);
+  if (sim.empty()) GTEST_SKIP() << why;
+  std::vector<TwinConfig> configs = twin_configs();
+  if (const char* child = std::getenv("VRAMLAB_TWIN_CHILD")) {  // the child: one configuration
+    std::printf("TWIN %s\n", run_twin(configs.at(std::stoul(child)), sim).c_str());
+    return;
+  }
+  std::vector<std::string> lines(configs.size());
+  const size_t parallel = 6;
+  for (size_t first = 0; first < configs.size(); first += parallel) {
+    std::vector<std::pair<size_t, FILE*>> kids;
+    for (size_t i = first; i < std::min(configs.size(), first + parallel); ++i) {
+      std::string cmd = "VRAMLAB_TWIN_CHILD=" + std::to_string(i) + " /proc/" + std::to_string(getpid()) +
+                        "/exe --gtest_filter=" + kTwinTest + " 2>&1";
+      kids.push_back({i, popen(cmd.c_str(), "r")});
+    }
+    for (auto& [i, f] : kids) {
+      char buf[1 << 16];
+      while (f && std::fgets(buf, sizeof buf, f))
+        if (std::strncmp(buf, "TWIN ", 5) == 0) lines[i] = std::string(buf + 5);
+      if (f) pclose(f);
+    }
+  }
+  std::ofstream out;
+  if (const char* p = std::getenv("VRAMLAB_TWIN_OUT")) out.open(p);
+  int equal = 0, differ = 0, failed = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const TwinConfig& t = configs[i];
+    SCOPED_TRACE(t.file + " " + t.spec.to_json());
+    if (lines[i].empty()) {
+      ADD_FAILURE() << "child " << i << " gave no result";
+      ++failed;
+      continue;
+    }
+    SpecValue r = parse_json(lines[i]);
+    if (r.find("error")) {
+      ADD_FAILURE() << r["error"].as_string("error");
+      ++failed;
+      continue;
+    }
+    bool same = r["cuda"].to_json() == r["sim"].to_json() && r["cuda_base"].to_json() == r["sim_base"].to_json();
+    EXPECT_TRUE(same);
+    if (!same)
+      for (auto& [k, v] : r["cuda"].fields())
+        if (v.to_json() != r["sim"][k].to_json())
+          std::printf("  differ %s %s: cuda %s sim %s\n", t.spec.to_json().substr(0, 120).c_str(), k.c_str(),
+                      v.to_json().c_str(), r["sim"][k].to_json().c_str());
+    (same ? equal : differ)++;
+    if (out)
+      out << SpecValue::object({{"file", SpecValue::string(t.file)},
+                                {"warmup", SpecValue::string(t.warmup)},
+                                {"spec", t.spec},
+                                {"cuda", r["cuda"]},
+                                {"sim", r["sim"]},
+                                {"stored", t.stored}})
+                 .to_json()
+          << "\n";
+  }
+  std::printf("  twin on cuda:0 vs %s, each in a fresh process: %d equal, %d differ, %d failed (of %d)\n", sim.c_str(),
+              equal, differ, failed, equal + differ + failed);
   EXPECT_GE(equal + differ, 80);
 }
 

@@ -3,7 +3,9 @@
 // One warp per row throughout, float accumulation, and no scratch memory: every buffer
 // a kernel touches was allocated by the engine, as PyTorch's kernels would allocate it,
 // so memory readings on cuda:N stay the simulated device's. Speed is not the point here.
+#include <algorithm>
 #include <cfloat>
+#include <type_traits>
 
 #include "engine/backends/cuda/kernels/dtype_io.cuh"
 #include "engine/backends/cuda/kernels/launch.h"
@@ -14,7 +16,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMaxHeadDim = 256;
-constexpr int kPerLane = kMaxHeadDim / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -36,7 +37,7 @@ __global__ void index_select_rows_kernel(Mat2 out, Mat2 w, const long long* idx)
     store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, load_f(w.ptr, w.dtype, src * w.s0 + c * w.s1));
 }
 
-// One thread per column walks every lookup in order: deterministic, no atomics.
+// One thread per column walks every lookup in order: no atomics, for the half types.
 __global__ void index_add_rows_kernel(Mat2 gw, Mat2 g, const long long* idx) {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= gw.cols) return;
@@ -44,6 +45,15 @@ __global__ void index_add_rows_kernel(Mat2 gw, Mat2 g, const long long* idx) {
     const int64_t at = idx[i] * gw.s0 + c * gw.s1;
     store_f(gw.ptr, gw.dtype, at, load_f(gw.ptr, gw.dtype, at) + load_f(g.ptr, g.dtype, i * g.s0 + c * g.s1));
   }
+}
+
+// fp32 weights (the usual case, autocast keeps embeddings in fp32): one warp per lookup,
+// atomic adds, so every SM works instead of one thread per column.
+__global__ void index_add_rows_atomic_kernel(Mat2 gw, Mat2 g, const long long* idx) {
+  const int64_t row = warp_row();
+  if (row >= g.rows) return;
+  float* base = static_cast<float*>(gw.ptr) + idx[row] * gw.s0;
+  for (int64_t c = lane(); c < g.cols; c += 32) atomicAdd(base + c * gw.s1, load_f(g.ptr, g.dtype, row * g.s0 + c * g.s1));
 }
 
 // ---- layer norm ------------------------------------------------------------------
@@ -97,15 +107,28 @@ __global__ void layer_norm_dx_kernel(Mat2 dx, Mat2 dy, Mat2 x, const float* mean
   }
 }
 
-// One thread per column sums over the rows: dw = sum dy * xhat, db = sum dy.
+// dw = sum dy * xhat, db = sum dy over the rows: a block per 32 columns, its 16 warps
+// each summing every 16th row (reads coalesced along the columns), then added up in
+// shared memory; no scratch memory, so nothing the allocator would see.
+constexpr int kDwdbRowsPerBlock = 16;
 __global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const float* mean, const float* rstd) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= x.cols) return;
+  __shared__ float sw_s[kDwdbRowsPerBlock][33], sb_s[kDwdbRowsPerBlock][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t c = int64_t(blockIdx.x) * 32 + tx;
   float sw = 0, sb = 0;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const float g = load_f(dy.ptr, dy.dtype, r * dy.s0 + c * dy.s1);
-    sw += g * (load_f(x.ptr, x.dtype, r * x.s0 + c * x.s1) - mean[r]) * rstd[r];
-    sb += g;
+  if (c < x.cols)
+    for (int64_t r = ty; r < x.rows; r += kDwdbRowsPerBlock) {
+      const float g = load_f(dy.ptr, dy.dtype, r * dy.s0 + c * dy.s1);
+      sw += g * (load_f(x.ptr, x.dtype, r * x.s0 + c * x.s1) - mean[r]) * rstd[r];
+      sb += g;
+    }
+  sw_s[ty][tx] = sw;
+  sb_s[ty][tx] = sb;
+  __syncthreads();
+  if (ty != 0 || c >= x.cols) return;
+  for (int k = 1; k < kDwdbRowsPerBlock; ++k) {
+    sw += sw_s[k][tx];
+    sb += sb_s[k][tx];
   }
   if (dw.ptr) store_f(const_cast<void*>(dw.ptr), dw.dtype, c, sw);
   if (db.ptr) store_f(const_cast<void*>(db.ptr), db.dtype, c, sb);
@@ -118,27 +141,30 @@ __device__ __forceinline__ int64_t off4(const View4& t, int64_t b, int64_t h, in
 }
 
 // This lane's elements (d = lane + 32 k) of row s of a (B, H, S, D) view.
-__device__ __forceinline__ void load_row(const View4& t, int64_t b, int64_t h, int64_t s, float (&r)[kPerLane]) {
+template <int PL>
+__device__ __forceinline__ void load_row(const View4& t, int64_t b, int64_t h, int64_t s, float (&r)[PL]) {
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
+  for (int k = 0; k < PL; ++k) {
     const int64_t d = lane() + 32 * k;
     r[k] = d < t.size[3] ? load_f(t.ptr, t.dtype, off4(t, b, h, s, d)) : 0.f;
   }
 }
 
-__device__ __forceinline__ float dot_row(const float (&a)[kPerLane], const View4& t, int64_t b, int64_t h, int64_t s) {
+template <int PL>
+__device__ __forceinline__ float dot_row(const float (&a)[PL], const View4& t, int64_t b, int64_t h, int64_t s) {
   float p = 0;
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
+  for (int k = 0; k < PL; ++k) {
     const int64_t d = lane() + 32 * k;
     if (d < t.size[3]) p += a[k] * load_f(t.ptr, t.dtype, off4(t, b, h, s, d));
   }
   return warp_sum(p);
 }
 
-__device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, int64_t s, const float (&r)[kPerLane]) {
+template <int PL>
+__device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, int64_t s, const float (&r)[PL]) {
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
+  for (int k = 0; k < PL; ++k) {
     const int64_t d = lane() + 32 * k;
     if (d < t.size[3]) store_f(t.ptr, t.dtype, off4(t, b, h, s, d), r[k]);
   }
@@ -146,12 +172,13 @@ __device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, 
 
 // One warp per query row, online softmax over the keys (the causal mask is top-left
 // aligned, as PyTorch's is_causal: key j is seen by query i when j <= i).
+template <int PL>
 __global__ void attention_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
   const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
   if (row >= B * H * Sq) return;
   const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
-  float qi[kPerLane], acc[kPerLane] = {};
+  float qi[PL], acc[PL] = {};
   load_row(q, b, h, i, qi);
   float m = -FLT_MAX, l = 0;
   const int64_t last = causal ? (i < Sk ? i : Sk - 1) : Sk - 1;
@@ -161,26 +188,27 @@ __global__ void attention_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v
     const float corr = __expf(m - m_new), p = __expf(s - m_new);
     l = l * corr + p;
 #pragma unroll
-    for (int kk = 0; kk < kPerLane; ++kk) {
+    for (int kk = 0; kk < PL; ++kk) {
       const int64_t d = lane() + 32 * kk;
       acc[kk] = acc[kk] * corr + (d < v.size[3] ? p * load_f(v.ptr, v.dtype, off4(v, b, h, j, d)) : 0.f);
     }
     m = m_new;
   }
 #pragma unroll
-  for (int kk = 0; kk < kPerLane; ++kk) acc[kk] /= l;
+  for (int kk = 0; kk < PL; ++kk) acc[kk] /= l;
   store_row(out, b, h, i, acc);
   if (lse.ptr && lane() == 0) store_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0), m + __logf(l));
 }
 
 // dq: one warp per query row. p = exp(s - lse), ds = p (dout . v_j - dout . out).
+template <int PL>
 __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
                                     bool causal, float scale) {
   const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
   if (row >= B * H * Sq) return;
   const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
-  float qi[kPerLane], gi[kPerLane], acc[kPerLane] = {};
+  float qi[PL], gi[PL], acc[PL] = {};
   load_row(q, b, h, i, qi);
   load_row(dout, b, h, i, gi);
   const float di = dot_row(gi, out, b, h, i);
@@ -190,7 +218,7 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
     const float p = __expf(dot_row(qi, k, b, h, j) * scale - li);
     const float ds = p * (dot_row(gi, v, b, h, j) - di) * scale;
 #pragma unroll
-    for (int kk = 0; kk < kPerLane; ++kk) {
+    for (int kk = 0; kk < PL; ++kk) {
       const int64_t d = lane() + 32 * kk;
       if (d < k.size[3]) acc[kk] += ds * load_f(k.ptr, k.dtype, off4(k, b, h, j, d));
     }
@@ -199,22 +227,23 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
 }
 
 // dk, dv: one warp per key row, over the queries that see it.
+template <int PL>
 __global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out,
                                       View4 lse, bool causal, float scale) {
   const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
   if (row >= B * H * Sk) return;
   const int64_t j = row % Sk, h = (row / Sk) % H, b = row / (Sk * H);
-  float kj[kPerLane], vj[kPerLane], ak[kPerLane] = {}, av[kPerLane] = {};
+  float kj[PL], vj[PL], ak[PL] = {}, av[PL] = {};
   load_row(k, b, h, j, kj);
   load_row(v, b, h, j, vj);
   for (int64_t i = causal ? j : 0; i < Sq; ++i) {
-    float qi[kPerLane], gi[kPerLane];
+    float qi[PL], gi[PL];
     load_row(q, b, h, i, qi);
     load_row(dout, b, h, i, gi);
     float s = 0, gv = 0, go = 0;
 #pragma unroll
-    for (int kk = 0; kk < kPerLane; ++kk) {
+    for (int kk = 0; kk < PL; ++kk) {
       const int64_t d = lane() + 32 * kk;
       s += qi[kk] * kj[kk];
       gv += gi[kk] * vj[kk];
@@ -226,7 +255,7 @@ __global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, V
     const float p = __expf(s - load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0)));
     const float ds = p * (gv - go) * scale;
 #pragma unroll
-    for (int kk = 0; kk < kPerLane; ++kk) {
+    for (int kk = 0; kk < PL; ++kk) {
       av[kk] += p * gi[kk];
       ak[kk] += ds * qi[kk];
     }
@@ -281,7 +310,11 @@ void launch_index_select_rows(const Mat2& out, const Mat2& weight, const long lo
 
 void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long long* idx, cudaStream_t stream) {
   if (grad.rows == 0 || grad_weight.cols == 0) return;
-  index_add_rows_kernel<<<unsigned((grad_weight.cols + 255) / 256), 256, 0, stream>>>(grad_weight, grad, idx);
+  if (grad_weight.dtype == kF32)
+    index_add_rows_atomic_kernel<<<unsigned(blocks_for_rows(grad.rows)), 32 * kWarpsPerBlock, 0, stream>>>(grad_weight,
+                                                                                                        grad, idx);
+  else
+    index_add_rows_kernel<<<unsigned((grad_weight.cols + 255) / 256), 256, 0, stream>>>(grad_weight, grad, idx);
   check_launch("index_add_rows");
 }
 
@@ -300,32 +333,49 @@ void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, 
     check_launch("layer_norm_backward (dx)");
   }
   if (dw.ptr || db.ptr) {
-    layer_norm_dwdb_kernel<<<unsigned((x.cols + 255) / 256), 256, 0, stream>>>(dw, db, dy, x, mean, rstd);
+    layer_norm_dwdb_kernel<<<unsigned((x.cols + 31) / 32), dim3(32, kDwdbRowsPerBlock), 0, stream>>>(dw, db, dy, x,
+                                                                                                  mean, rstd);
     check_launch("layer_norm_backward (dweight, dbias)");
   }
 }
 
+namespace {
+// Elements per lane for a head dim: registers sized to the head, not to the largest one.
+template <class F>
+void with_per_lane(int64_t head_dim, F&& f) {
+  if (head_dim > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
+  if (head_dim <= 32) f(std::integral_constant<int, 1>{});
+  else if (head_dim <= 64) f(std::integral_constant<int, 2>{});
+  else if (head_dim <= 128) f(std::integral_constant<int, 4>{});
+  else f(std::integral_constant<int, 8>{});
+}
+}  // namespace
+
 void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
                       bool causal, float scale, cudaStream_t stream) {
-  if (q.size[3] > kMaxHeadDim || v.size[3] > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
   const int64_t rows = q.size[0] * q.size[1] * q.size[2];
   if (rows == 0) return;
-  attention_kernel<<<unsigned(blocks_for_rows(rows)), 32 * kWarpsPerBlock, 0, stream>>>(out, lse, q, k, v, causal, scale);
+  with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
+    attention_kernel<decltype(pl)::value>
+        <<<unsigned(blocks_for_rows(rows)), 32 * kWarpsPerBlock, 0, stream>>>(out, lse, q, k, v, causal, scale);
+  });
   check_launch("attention");
 }
 
 void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
                                const View4& q, const View4& k, const View4& v, const View4& out,
                                const View4& lse, bool causal, float scale, cudaStream_t stream) {
-  if (q.size[3] > kMaxHeadDim || v.size[3] > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
   const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
   if (qrows == 0 || krows == 0) return;
-  attention_dq_kernel<<<unsigned(blocks_for_rows(qrows)), 32 * kWarpsPerBlock, 0, stream>>>(dq, dout, q, k, v, out, lse,
-                                                                                            causal, scale);
-  check_launch("attention_backward (dq)");
-  attention_dkdv_kernel<<<unsigned(blocks_for_rows(krows)), 32 * kWarpsPerBlock, 0, stream>>>(dk, dv, dout, q, k, v,
-                                                                                              out, lse, causal, scale);
-  check_launch("attention_backward (dk, dv)");
+  with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
+    constexpr int PL = decltype(pl)::value;
+    attention_dq_kernel<PL><<<unsigned(blocks_for_rows(qrows)), 32 * kWarpsPerBlock, 0, stream>>>(
+        dq, dout, q, k, v, out, lse, causal, scale);
+    check_launch("attention_backward (dq)");
+    attention_dkdv_kernel<PL><<<unsigned(blocks_for_rows(krows)), 32 * kWarpsPerBlock, 0, stream>>>(
+        dk, dv, dout, q, k, v, out, lse, causal, scale);
+    check_launch("attention_backward (dk, dv)");
+  });
 }
 
 void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream) {

@@ -1,0 +1,12 @@
+"""The transformer train-step rows side by side: vramlab on cuda:0 and PyTorch eager,
+both measured in this run on this GPU (test/gpu/bench.sh).
+  python3 bench/torch/step_table.py OURS.json TORCH.json
+Target: ratio <= 1.5."""
+import json, sys
+
+ours, torch = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print(f"{'workload':34} {'ours_ms':>9} {'torch_ms':>9} {'ratio':>6}")
+for k, t in torch.items():
+    o = ours.get(k)
+    r = f"{o / t:6.2f}" if o and t else "     -"
+    print(f"{k:34} {o if o is not None else float('nan'):9.2f} {t:9.2f} {r}")

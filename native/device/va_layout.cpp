@@ -1,0 +1,65 @@
+#include "device/va_layout.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace vramlab {
+
+VaLayout::VaLayout(uintptr_t base, uint64_t span) : base_(base), span_(span) {
+  lowest_ = base_ + span_ - kFirstRegion;
+  free_.emplace(lowest_, kFirstRegion);
+}
+
+uintptr_t VaLayout::take(size_t bytes) {
+  const size_t need = align_up(bytes);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second >= need) {
+      uintptr_t va = it->first;
+      size_t rest = it->second - need;
+      free_.erase(it);
+      if (rest) free_.emplace(va + need, rest);
+      return va;
+    }
+  }
+  const size_t chunk = std::max(kChunk, need);
+  if (lowest_ < base_ + chunk) return 0;
+  lowest_ -= chunk;
+  if (chunk > need) give(lowest_ + need, chunk - need);
+  return lowest_;
+}
+
+void VaLayout::carve(uintptr_t va, size_t bytes) {
+  const size_t need = align_up(bytes);
+  auto it = free_.upper_bound(va);
+  if (it != free_.begin()) --it;
+  while (it != free_.end() && it->first < va + need) {
+    uintptr_t start = it->first;
+    size_t len = it->second;
+    if (start + len <= va) {
+      ++it;
+      continue;
+    }
+    it = free_.erase(it);
+    if (start < va) free_.emplace(start, va - start);
+    if (start + len > va + need) free_.emplace(va + need, start + len - (va + need));
+  }
+}
+
+void VaLayout::give(uintptr_t va, size_t bytes) {
+  size_t len = align_up(bytes);
+  auto next = free_.lower_bound(va);
+  if (next != free_.end() && next->first == va + len) {  // merge with the range after
+    len += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {  // merge with the range before
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == va) {
+      prev->second += len;
+      return;
+    }
+  }
+  free_.emplace(va, len);
+}
+
+}  // namespace vramlab
