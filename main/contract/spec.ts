@@ -2,6 +2,7 @@
 // starts. Defaults are the parity protocol's (test/refs/README.md). Every rejection names
 // the field, the allowed values or range, and what was given.
 import { z } from 'zod';
+import { checkSpecLimits } from './limits';
 
 export const LIMITS = {
   features: 1 << 20, // in / hidden / out / dim
@@ -126,6 +127,7 @@ const SpecObject = z.strictObject({
 });
 
 export const SpecSchema = SpecObject.superRefine((spec, ctx) => {
+  checkSpecLimits(spec, ctx); // work and size bounds across fields: limits.ts
   if (spec.model.kind === 'mlp' && spec.checkpoint !== 'none')
     ctx.addIssue({
       code: 'custom',

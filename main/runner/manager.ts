@@ -10,6 +10,7 @@ import { describeError } from '../host/errors';
 import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
 import { toNativeJob } from './native_job';
+import { EventThinner, SampleDecimator } from './decimate';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
@@ -61,14 +62,19 @@ export class RunManager {
     let resolveDone!: (m: RunMeta) => void;
     const done = new Promise<RunMeta>((r) => (resolveDone = r));
 
+    // The store gets a bounded timeline (decimate.ts); peaks and progress see every sample.
+    const keepSamples = new SampleDecimator();
+    const keepEvents = new EventThinner();
     const ingest = (batch: NativeEventBatch) => {
-      if (!batch.samples.length && !batch.events.length && !batch.dropped) return;
-      const events = batch.events.map(nameCategory);
-      writer.append(batch.samples, events);
-      tracker.add(batch.samples, events);
-      const at = tracker.phases.current();
-      batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
-      opts.onBatch?.(tracker);
+      if (batch.samples.length || batch.events.length || batch.dropped) {
+        const events = batch.events.map(nameCategory);
+        writer.append(keepSamples.push(batch.samples), keepEvents.push(events));
+        tracker.add(batch.samples, events);
+        const at = tracker.phases.current();
+        batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
+        opts.onBatch?.(tracker);
+      }
+      if (batch.outcome) writer.append(keepSamples.flush(), []);
     };
     // A wake-up only schedules the pull: the loop gets a turn between batches.
     let scheduled = false;

@@ -57,7 +57,7 @@ describe('item 1: reference amplification', () => {
   });
 
   it('host upload (IPC and WebSocket) answers an error and the host keeps serving', async () => {
-    const host = new Host();
+    const host = new Host(native);
     registerSnapshotMethods(host, native);
     for (const transport of ['ipc', 'websocket'] as const) {
       const res = await host.handle(

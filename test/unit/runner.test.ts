@@ -242,7 +242,7 @@ describe('progress batcher', () => {
 describe('runner with the engine protocol job', () => {
   it('cancels a long protocol run within one op', async () => {
     const { manager, store } = await setup();
-    const run = await manager.start({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 100_000 });
+    const run = await manager.start({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 10_000 });
     await new Promise((r) => setTimeout(r, 100));
     const t0 = Date.now();
     manager.cancel(run.runId);
