@@ -115,3 +115,27 @@ describe('item 5: sizes that would overflow are refused', () => {
     expect(issues({ device: 'sim:custom:24GiB' })).toEqual([]);
   });
 });
+
+describe('item 5: the allocator and the host check size arithmetic', () => {
+  it('addon: a 2^64-1 byte malloc is an OOM (was: a block handed out); bad capacities are refused', () => {
+    const a = new native.Allocator('sim:h100-80gb');
+    expect(() => a.malloc(2n ** 64n - 1n)).toThrow(/out of memory/i);
+    expect(() => a.malloc(2n ** 64n - 512n)).toThrow(/Tried to allocate (?!0 bytes)/);
+    for (const capacity of [NaN, -1, Infinity, 1.5])
+      expect(() => new native.Allocator('sim:h100-80gb', '', { capacity })).toThrow(/whole number of bytes/);
+  });
+
+  it('host: snapshot what-if capacities below 1 MiB, NaN-like or above 1 PiB are refused', async () => {
+    const host = createHost(native, { home: path.join(dir, 'host5') });
+    const data = (await import('node:fs')).readFileSync(path.resolve(__dirname, '../fixtures/torch/mlp_adam.pickle'));
+    const up = await host.handle({ id: 1, method: 'snapshot.upload', params: { uploadId: 'u', index: 0, total: 1, chunk: data.toString('base64'), name: 'm.pickle' } }, 'ipc');
+    expect(up.ok).toBe(true);
+    const id = (up as { result: { snapshot: { id: string } } }).result.snapshot.id;
+    for (const capacity of ['0.5B', '0.0001KiB', '2048TiB']) {
+      const res = await host.handle({ id: 2, method: 'snapshot.whatIf', params: { id, allocConf: '', capacity } }, 'websocket');
+      expect(res.ok).toBe(false);
+      expect(!res.ok && res.error.message).toMatch(/capacity must be from 1 MiB to 1 PiB/);
+    }
+    host.dispose();
+  });
+});
