@@ -19,7 +19,13 @@ export class SampleDecimator {
   private topReserved: MemorySample | null = null;
   kept = 0;
 
-  constructor(private readonly perLevel = LEVEL_SAMPLES) {}
+  /** perLevel Infinity and a stride: a fixed-rate decimator (reading a huge stored run). */
+  constructor(
+    private readonly perLevel = LEVEL_SAMPLES,
+    stride = 1,
+  ) {
+    this.stride = Math.max(1, Math.floor(stride));
+  }
 
   /** The samples of `batch` to store now, in time order. */
   push(batch: readonly MemorySample[]): MemorySample[] {

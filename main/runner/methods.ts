@@ -21,6 +21,9 @@ export interface RunMethodsOptions {
   ready?: () => boolean;
 }
 
+/** Samples one runs.get reply carries at most (about 30 MB of JSON). */
+export const MAX_REPLY_SAMPLES = 200_000;
+
 export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
   let opening: Promise<RunManager> | null = null;
   let opened: RunManager | null = null;
@@ -60,7 +63,8 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     const all = await (await store()).list();
     return group ? all.filter((m) => m.group?.id === group) : all;
   });
-  host.register('runs.get', async (p) => (await store()).get((p as { id: string }).id));
+  // A reply must stay loadable by a browser tab: huge stored runs come back decimated.
+  host.register('runs.get', async (p) => (await store()).get((p as { id: string }).id, { maxSamples: MAX_REPLY_SAMPLES }));
   host.register('runs.rename', async (p) => {
     const { id, name } = p as { id: string; name: string };
     return (await store()).rename(id, name);

@@ -12,7 +12,8 @@ import { randomBytes } from 'node:crypto';
 import type { MemorySample, RunEvent, RunGroup, RunMeta, RunRecord, RunStatus, RunSummary } from '../contract/runs';
 import type { Spec } from '../contract/spec';
 import { readJson, syncDir, TMP_MARK, writeJsonAtomic } from './atomic';
-import { RunWriter } from './writer';
+import { CHUNK_ITEMS, RunWriter } from './writer';
+import { EventThinner, SampleDecimator } from '../runner/decimate';
 import { metaProblem } from './meta_check';
 import { DEFAULT_GRACE_MS, isAbandoned, isAlive, ownedName } from './leftovers';
 
@@ -111,10 +112,36 @@ export class RunStore {
     throw new Error(`run ${id} is damaged: ${got.problem}`);
   }
 
-  async get(id: string): Promise<RunRecord> {
+  /**
+   * A run with its timeline. With maxSamples, a run stored with more samples than that
+   * (one written before timelines were decimated: hundreds of MB) is decimated while it is
+   * read, peaks kept, so the reply stays bounded whatever is on disk.
+   */
+  async get(id: string, opts: { maxSamples?: number } = {}): Promise<RunRecord> {
     const meta = await this.meta(id);
-    const { timeline, events } = await readChunks(path.join(this.runDir(id), 'chunks'));
-    return { meta, timeline, events };
+    const dir = path.join(this.runDir(id), 'chunks');
+    const names = await chunkNames(dir);
+    const max = opts.maxSamples ?? Infinity;
+    if (names.length * CHUNK_ITEMS <= max) return { meta, ...(await readChunks(dir, names)) };
+    let samples = 0;
+    let events = 0;
+    for (const n of names) {
+      const c = await readJson<{ samples?: unknown[]; events?: unknown[] }>(path.join(dir, n));
+      samples += c.samples?.length ?? 0;
+      events += c.events?.length ?? 0;
+    }
+    if (samples <= max) return { meta, ...(await readChunks(dir, names)) };
+    const keep = new SampleDecimator(Infinity, Math.ceil((2 * samples) / max)); // 2 picks per bucket at most
+    const thin = new EventThinner(Math.max(1, Math.floor(max / 8)));
+    const timeline: MemorySample[] = [];
+    const evs: RunEvent[] = [];
+    for (const n of names) {
+      const c = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
+      for (const s of keep.push(c.samples ?? [])) timeline.push(s);
+      for (const e of thin.push(c.events ?? [])) evs.push(e);
+    }
+    for (const s of keep.flush()) timeline.push(s);
+    return { meta, timeline, events: evs, decimated: { samples, events } };
   }
 
   async rename(id: string, name: string): Promise<RunMeta> {
@@ -221,15 +248,17 @@ async function readMeta(dir: string, id: string): Promise<MetaRead> {
   return problem ? { problem, missing: false } : { meta: v as RunMeta };
 }
 
-async function readChunks(dir: string): Promise<{ timeline: MemorySample[]; events: RunEvent[] }> {
+async function chunkNames(dir: string): Promise<string[]> {
+  try {
+    return (await fs.readdir(dir)).filter((n) => /^\d{6}\.json$/.test(n)).sort();
+  } catch {
+    return []; // no chunks yet
+  }
+}
+
+async function readChunks(dir: string, names: readonly string[]): Promise<{ timeline: MemorySample[]; events: RunEvent[] }> {
   const timeline: MemorySample[] = [];
   const events: RunEvent[] = [];
-  let names: string[] = [];
-  try {
-    names = (await fs.readdir(dir)).filter((n) => /^\d{6}\.json$/.test(n)).sort();
-  } catch {
-    /* no chunks yet */
-  }
   for (const n of names) {
     const chunk = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
     for (const s of chunk.samples ?? []) timeline.push(s);

@@ -118,11 +118,12 @@ describe('item 5: sizes that would overflow are refused', () => {
 
 describe('item 5: the allocator and the host check size arithmetic', () => {
   it('addon: a 2^64-1 byte malloc is an OOM (was: a block handed out); bad capacities are refused', () => {
-    const a = new native.Allocator('sim:h100-80gb');
+    const Allocator = native.Allocator as new (...args: unknown[]) => { malloc(n: bigint): unknown };
+    const a = new Allocator('sim:h100-80gb');
     expect(() => a.malloc(2n ** 64n - 1n)).toThrow(/out of memory/i);
     expect(() => a.malloc(2n ** 64n - 512n)).toThrow(/Tried to allocate (?!0 bytes)/);
     for (const capacity of [NaN, -1, Infinity, 1.5])
-      expect(() => new native.Allocator('sim:h100-80gb', '', { capacity })).toThrow(/whole number of bytes/);
+      expect(() => new Allocator('sim:h100-80gb', '', { capacity })).toThrow(/whole number of bytes/);
   });
 
   it('host: snapshot what-if capacities below 1 MiB, NaN-like or above 1 PiB are refused', async () => {
