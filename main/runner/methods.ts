@@ -14,6 +14,7 @@ import { RunManager } from './manager';
 import { runSweep } from './sweep';
 import { runFit } from './fit';
 import { deviceTotal } from './device_total';
+import { RecordCache } from './record_cache';
 
 export interface RunMethodsOptions {
   home: string;
@@ -27,6 +28,8 @@ export const MAX_REPLY_SAMPLES = 200_000;
 export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
   let opening: Promise<RunManager> | null = null;
   let opened: RunManager | null = null;
+  const records = new RecordCache();
+  host.onDispose(() => records.clear());
   // Closing the window or quitting stops every run (its record is finished as cancelled);
   // a process killed outright leaves runs the store marks interrupted on the next open.
   host.onDispose(() => opened?.cancelAll());
@@ -64,7 +67,12 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     return group ? all.filter((m) => m.group?.id === group) : all;
   });
   // A reply must stay loadable by a browser tab: huge stored runs come back decimated.
-  host.register('runs.get', async (p) => (await store()).get((p as { id: string }).id, { maxSamples: MAX_REPLY_SAMPLES }));
+  host.register('runs.get', async (p) => {
+    const s = await store();
+    const id = (p as { id: string }).id;
+    const meta = await s.meta(id);
+    return records.get(`${id}/${meta.updated}`, () => s.get(id, { maxSamples: MAX_REPLY_SAMPLES }));
+  });
   host.register('runs.rename', async (p) => {
     const { id, name } = p as { id: string; name: string };
     return (await store()).rename(id, name);

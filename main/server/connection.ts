@@ -111,6 +111,10 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
     }
     inFlight++;
     try {
+      // A client that is not reading gets no new work started for it: at most one reply
+      // waits in memory per congested connection; further requests meet the in-flight limit.
+      if (ws.bufferedAmount > limits.highWater) await waitForRoom();
+      if (ws.readyState !== ws.OPEN) return;
       await send(await host.handle(parsed, 'websocket'));
     } finally {
       inFlight--;
