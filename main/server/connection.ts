@@ -3,7 +3,7 @@
 //  - back-pressure: while the socket holds more than `highWater` unsent bytes, we stop
 //    reading its requests (TCP pushes back on the client) and wait before sending more;
 //  - replies larger than one frame go out as 'part' frames, written as the socket drains;
-//  - a client silent for `idleMs`, or that stops answering pings, is disconnected.
+//  - a client silent for `idleMs` is closed, one that stops answering pings is dropped.
 import type { WebSocket } from 'ws';
 import { MAX_FRAME_CHARS, type Response, type ServerMessage } from '../contract';
 import type { Host } from '../host/host';
@@ -122,13 +122,19 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
     }
   });
 
-  // Idle and dead peers: a ping every pingMs; no pong by the next one, or no request for
-  // idleMs while nothing is in flight, ends the connection.
+  // Idle and dead peers. A ping every pingMs; three unanswered in a row means the peer is
+  // gone (terminate: its unsent data can never be delivered). A client with nothing in
+  // flight and no request for idleMs is closed gracefully (close() still flushes replies).
+  let missed = 0;
   ws.on('pong', () => (alive = true));
   const timer = setInterval(() => {
-    // While a reply is being produced or sent, our own work may delay the pong: wait for it.
-    if (inFlight === 0 && (!alive || Date.now() - lastSeen > limits.idleMs)) {
+    missed = alive ? 0 : missed + 1;
+    if (missed >= 3) {
       ws.terminate();
+      return;
+    }
+    if (inFlight === 0 && Date.now() - lastSeen > limits.idleMs && ws.readyState === ws.OPEN) {
+      ws.close(1001, 'idle');
       return;
     }
     alive = false;

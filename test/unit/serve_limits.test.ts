@@ -46,7 +46,7 @@ beforeAll(async () => {
   host.register('test.sleep', async (p) => new Promise((r) => setTimeout(() => r('slept'), (p as { ms: number }).ms)));
   host.register('test.bigint', () => ({ n: 1n }));
   host.register('test.blob', (p) => 'x'.repeat((p as { bytes: number }).bytes));
-  server = await startServer({ host, rendererDir: rendererDist(), limits: { maxInFlight: 4, highWater: 1 << 20, idleMs: 400, pingMs: 100 } });
+  server = await startServer({ host, rendererDir: rendererDist(), limits: { maxInFlight: 4, highWater: 1 << 20, idleMs: 600, pingMs: 250 } });
 }, 120_000);
 afterAll(async () => {
   await server?.close();
