@@ -191,8 +191,9 @@ function defaultDevice(s: Snapshot): number {
 function capacityOf(c: number | string | null | undefined): number | null {
   if (c === null || c === undefined) return null;
   const bytes = typeof c === 'number' ? c : parseSize(c);
-  if (bytes <= 0) throw new Error(`capacity must be more than 0 bytes (got "${c}")`);
-  return bytes;
+  // NaN slipped past `bytes <= 0` and reached the allocator as "unlimited".
+  if (!(bytes >= 1 << 20 && bytes <= 2 ** 50)) throw new Error(`capacity must be from 1 MiB to 1 PiB (got "${c}")`);
+  return Math.floor(bytes);
 }
 
 function settingsOf(s: Snapshot): SnapAllocatorSettings | null {

@@ -24,6 +24,16 @@ std::optional<double> opt_number(const Napi::Object& o, const char* key) {
   return v.As<Napi::Number>().DoubleValue();
 }
 
+// A byte count option: a whole number >= 0 and < 2^63. NaN, negatives and infinity used
+// to pass through static_cast<uint64_t> (undefined; in practice "unlimited").
+std::optional<uint64_t> opt_bytes(const Napi::Object& o, const char* key) {
+  auto v = opt_number(o, key);
+  if (!v) return std::nullopt;
+  if (!(*v >= 0 && *v < 9.2e18) || *v != static_cast<double>(static_cast<uint64_t>(*v)))
+    throw Napi::RangeError::New(o.Env(), std::string("option '") + key + "' must be a whole number of bytes >= 0");
+  return static_cast<uint64_t>(*v);
+}
+
 std::optional<std::string> opt_string(const Napi::Object& o, const char* key) {
   if (!o.Has(key) || o.Get(key).IsUndefined() || o.Get(key).IsNull()) return std::nullopt;
   Napi::Value v = o.Get(key);
@@ -152,7 +162,7 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
     Napi::Object o = info[4].As<Napi::Object>();
     if (auto v = opt_string(o, "device")) opt.device_id = *v;
     if (auto v = opt_string(o, "settings")) opt.settings = *v;
-    if (auto v = opt_number(o, "capacity")) opt.capacity = static_cast<uint64_t>(*v);
+    if (auto v = opt_bytes(o, "capacity")) opt.capacity = *v;
     if (auto v = opt_number(o, "fraction")) opt.memory_fraction = *v;
     if (auto v = opt_number(o, "historyMax")) opt.history_max_entries = static_cast<size_t>(*v);
     opt.record_history = opt_bool(o, "history");
@@ -222,7 +232,7 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
     if (info.Length() > 2 && info[2].IsObject()) {
       Napi::Object o = info[2].As<Napi::Object>();
       if (auto v = opt_number(o, "fraction")) alloc_->set_memory_fraction(*v);
-      if (auto v = opt_number(o, "capacity")) alloc_->set_capacity_limit(static_cast<uint64_t>(*v));
+      if (auto v = opt_bytes(o, "capacity")) alloc_->set_capacity_limit(*v);
       if (opt_bool(o, "history")) {
         auto max = opt_number(o, "historyMax");
         alloc_->set_history(true, max ? static_cast<size_t>(*max) : 100000);

@@ -250,7 +250,8 @@ uint64_t parse_byte_size(const std::string& text) {
   else if (unit == "tb") mult = 1e12;
   else throw std::invalid_argument("bad byte size '" + text + "': unknown unit '" + unit + "'");
   double bytes = value * mult;
-  if (!(bytes >= 1) || bytes > 1.8e19) throw std::invalid_argument("bad byte size '" + text + "': out of range");
+  // Above 2^62 llround (int64) would overflow and the allocator's size checks stop there.
+  if (!(bytes >= 1) || bytes > 4.6e18) throw std::invalid_argument("bad byte size '" + text + "': out of range");
   return static_cast<uint64_t>(std::llround(bytes));
 }
 

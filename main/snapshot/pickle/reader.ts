@@ -7,6 +7,13 @@
 // referenced it a second time (memo GET or DUP). CPython's pickler never does that for
 // acyclic data, and the rule makes recursive (self-containing) values impossible, so the
 // result is always a finite tree (shared subtrees allowed) whose depth is checked once.
+//
+// Shared subtrees are where a small file turns into a lot of work ("billion laughs": a
+// 12 KB memo referencing one list thousands of times, each holding thousands of
+// references). Anything that walks the result as a tree (the snapshot converter, stats,
+// toPlain) does work per *reference*, so the reader bounds that expanded size explicitly:
+// maxValues, or maxValuesPerByte times the input size when larger. It is measured in one
+// memoized walk, without expanding anything, and refused with a 'limit' PickleError.
 import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
@@ -25,6 +32,16 @@ export interface ReadLimits {
   maxMemo: number;
   /** Most containers (lists, dicts, tuples, sets) created. */
   maxContainers: number;
+  /**
+   * Most values (containers, dict keys, scalars) in the result counted as a walk of it
+   * sees them: every shared reference counted again. The effective bound is the larger of
+   * this and maxValuesPerByte times the input length.
+   */
+  maxValues: number;
+  /** Expanded values allowed per input byte (real snapshots stay far below; see tests). */
+  maxValuesPerByte: number;
+  /** Longest text float or memo index argument, in characters. */
+  maxTextNumber: number;
 }
 
 export const DEFAULT_LIMITS: ReadLimits = {
@@ -32,8 +49,11 @@ export const DEFAULT_LIMITS: ReadLimits = {
   maxStringBytes: 64 << 20,
   maxIntBytes: 4096,
   maxStack: 10_000_000,
-  maxMemo: 50_000_000,
+  maxMemo: 16_000_000, // below V8's Map limit (2^24 entries): our error, not the engine's
   maxContainers: 30_000_000,
+  maxValues: 1 << 24,
+  maxValuesPerByte: 64,
+  maxTextNumber: 1024,
 };
 
 export interface ReadOptions {
@@ -60,6 +80,20 @@ export function readPickleFile(path: string, options: ReadOptions & { chunkBytes
 function parse(src: ByteSource, options: ReadOptions): PickleValue {
   const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false);
   return reader.run();
+}
+
+/**
+ * Anything thrown while reading that is not already a PickleError (a RangeError from a
+ * Map or array at its engine limit, a stack overflow, an I/O error) becomes one, with the
+ * offset and opcode being executed, so callers only ever handle one error type.
+ */
+function asPickleError(err: unknown, at: number, op: number): PickleError {
+  if (err instanceof PickleError) return err;
+  const e = err as { name?: string; message?: string; code?: string };
+  const what = e?.message ?? String(err);
+  const code = e?.name === 'RangeError' || /stack|memory|size exceeded|allocation/i.test(what) ? 'limit' : 'malformed';
+  const why = code === 'limit' ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
+  return new PickleError(code, `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
 }
 
 type Container = PickleValue[] | PyDict | PyTuple | PySet;
@@ -92,6 +126,14 @@ class Reader {
   ) {}
 
   run(): PickleValue {
+    try {
+      return this.loop();
+    } catch (err) {
+      throw asPickleError(err, this.at, this.op);
+    }
+  }
+
+  private loop(): PickleValue {
     const src = this.src;
     for (;;) {
       this.at = src.base + src.i;
@@ -168,7 +210,11 @@ class Reader {
     return n;
   }
 
-  /** Bytes up to (not including) the next newline: the argument of a text opcode. */
+  /**
+   * Bytes up to (not including) the next newline: the argument of a text opcode. Linear
+   * in its length: each byte is scanned once, and a file window that must grow to hold a
+   * long argument at least doubles each time (growing it a byte at a time was quadratic).
+   */
   private line(): string {
     const src = this.src;
     const max = Math.min(this.limits.maxStringBytes * 10 + 64, src.length);
@@ -183,7 +229,11 @@ class Reader {
       }
       scanned = avail;
       if (scanned > max) this.fail('limit', `text argument longer than ${max} bytes`);
-      if (!src.ensure(avail + 1)) this.fail('truncated', 'the input ends before the newline that ends this argument');
+      const left = src.length - (src.base + src.i);
+      if (left <= avail) this.fail('truncated', 'the input ends before the newline that ends this argument');
+      if (!src.ensure(Math.min(left, Math.max(avail * 2, avail + 1 + 65536)))) {
+        this.fail('truncated', 'the input ends before the newline that ends this argument');
+      }
     }
   }
 
@@ -485,7 +535,16 @@ class Reader {
     if (!this.allowTrailing && after < this.src.length) {
       this.fail('malformed', `${this.src.length - after} byte(s) of trailing data after STOP`);
     }
-    checkDepth(v, this.limits.maxDepth, this.shared, (msg) => this.fail('limit', msg));
+    const maxValues = Math.max(this.limits.maxValues, this.limits.maxValuesPerByte * this.src.length);
+    checkShape(v, this.limits.maxDepth, maxValues, this.shared, (what) =>
+      what === 'depth'
+        ? this.fail('limit', `values nested deeper than ${this.limits.maxDepth} levels`)
+        : this.fail(
+            'limit',
+            `the value expands to more than ${maxValues} values (${this.limits.maxValuesPerByte} per input byte): ` +
+              'it references the same data over and over (a "billion laughs" file), which no memory snapshot does',
+          ),
+    );
     return v;
   }
 
@@ -531,11 +590,13 @@ class Reader {
 
   private textFloat(s: string): number {
     const t = s.trim();
+    if (t.length > this.limits.maxTextNumber) this.fail('limit', `float of ${t.length} characters`);
     const low = t.toLowerCase();
     if (low === 'nan' || low === '+nan' || low === '-nan') return NaN;
     if (low === 'inf' || low === '+inf' || low === 'infinity') return Infinity;
     if (low === '-inf' || low === '-infinity') return -Infinity;
-    if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t)) this.fail('malformed', `bad float ${JSON.stringify(t.slice(0, 40))}`);
+    // No nested quantifiers over the same digits: linear, whatever the input.
+    if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(t)) this.fail('malformed', `bad float ${JSON.stringify(t.slice(0, 40))}`);
     return Number(t);
   }
 
@@ -592,45 +653,58 @@ function typeName(v: PickleValue): string {
   return typeof v === 'string' ? 'a str' : typeof v;
 }
 
-function hashable(v: PickleValue): boolean {
-  if (Array.isArray(v) || v instanceof Map || (v instanceof PySet && !v.frozen) || v instanceof Uint8Array) {
-    // bytes are hashable in Python, but a Uint8Array key would compare by identity here.
-    return false;
+/** Iterative: a key of tuples nested a million deep must not overflow the call stack. */
+function hashable(root: PickleValue): boolean {
+  const todo: PickleValue[] = [root];
+  while (todo.length) {
+    const v = todo.pop()!;
+    if (Array.isArray(v) || v instanceof Map || (v instanceof PySet && !v.frozen) || v instanceof Uint8Array) {
+      // bytes are hashable in Python, but a Uint8Array key would compare by identity here.
+      return false;
+    }
+    if (v instanceof PyTuple) for (const it of v.items) todo.push(it);
   }
-  if (v instanceof PyTuple) return v.items.every(hashable);
   return true;
 }
 
 /**
- * Depth of the (acyclic) result, walked without recursion. Shared containers are measured
- * once, so a small file of nested shared references cannot make this walk explode.
+ * Depth and expanded size of the (acyclic) result, walked without recursion. Shared
+ * containers are measured once and their figures reused, so this walk is linear in the
+ * input even when the expanded size is astronomical; it stops as soon as either limit is
+ * passed. Dict keys count as values (a walker visits them too).
  */
-function checkDepth(root: PickleValue, maxDepth: number, shared: Set<Container>, fail: (msg: string) => never): void {
+function checkShape(root: PickleValue, maxDepth: number, maxValues: number, shared: Set<Container>, fail: (code: 'depth' | 'values') => never): void {
   if (!isContainer(root)) return;
-  const known = new Map<Container, number>(); // depth below each shared container
-  // Frames: [container, children, next child index, deepest child so far, depth from root]
-  type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number };
+  const known = new Map<Container, { depth: number; size: number }>(); // per shared container
+  type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number; start: number };
   const kidsOf = (c: Container): readonly PickleValue[] =>
-    Array.isArray(c) ? c : c instanceof Map ? [...c.values()] : c.items;
-  const stack: F[] = [{ c: root, kids: kidsOf(root), k: 0, below: 0, level: 1 }];
+    Array.isArray(c) ? c : c instanceof Map ? [...c.keys(), ...c.values()] : c.items;
+  let values = 1; // the root
+  const stack: F[] = [{ c: root, kids: kidsOf(root), k: 0, below: 0, level: 1, start: 0 }];
   while (stack.length) {
     const f = stack[stack.length - 1];
     if (f.k < f.kids.length) {
       const kid = f.kids[f.k++];
-      if (!isContainer(kid)) continue;
-      const seen = known.get(kid);
-      if (seen !== undefined) {
-        if (f.level + seen > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
-        f.below = Math.max(f.below, seen);
+      if (!isContainer(kid)) {
+        if (++values > maxValues) fail('values');
         continue;
       }
-      if (f.level + 1 > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
-      stack.push({ c: kid, kids: kidsOf(kid), k: 0, below: 0, level: f.level + 1 });
+      const seen = known.get(kid);
+      if (seen !== undefined) {
+        if (f.level + seen.depth > maxDepth) fail('depth');
+        values += seen.size;
+        if (values > maxValues) fail('values');
+        f.below = Math.max(f.below, seen.depth);
+        continue;
+      }
+      if (f.level + 1 > maxDepth) fail('depth');
+      if (++values > maxValues) fail('values');
+      stack.push({ c: kid, kids: kidsOf(kid), k: 0, below: 0, level: f.level + 1, start: values - 1 });
       continue;
     }
     stack.pop();
     const depth = f.below + 1;
-    if (shared.has(f.c)) known.set(f.c, depth);
+    if (shared.has(f.c)) known.set(f.c, { depth, size: values - f.start });
     if (stack.length) {
       const parent = stack[stack.length - 1];
       parent.below = Math.max(parent.below, depth);
