@@ -87,8 +87,11 @@ uintptr_t SimDevice::take_va(size_t bytes) {
 }
 
 bool SimDevice::take_va_at(uintptr_t va, size_t bytes) {
-  size_t need = align_up(bytes, kVaAlign);
   if (va % kVaAlign != 0) return false;
+  return carve_va(va, align_up(bytes, kVaAlign));
+}
+
+bool SimDevice::carve_va(uintptr_t va, size_t need) {
   auto it = free_va_.upper_bound(va);
   if (it == free_va_.begin()) return false;
   --it;
@@ -138,6 +141,25 @@ uintptr_t SimDevice::malloc(size_t bytes) {
   return va;
 }
 
+bool SimDevice::adopt(uintptr_t ptr, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (bytes == 0 || bytes > total_ - used_) return false;
+  const bool inside = ptr < kVaBase + kVaSpan && ptr + bytes > kVaBase;
+  if (inside) {
+    // The range must lie wholly in free address space; ranges outside the simulated span
+    // cannot collide with anything this device hands out.
+    if (ptr < kVaBase || ptr + bytes > kVaBase + kVaSpan) return false;
+    if (!carve_va(ptr, align_up(bytes, kVaAlign))) return false;
+  } else {
+    auto next = allocations_.lower_bound(ptr);
+    if (next != allocations_.end() && next->first < ptr + bytes) return false;
+    if (next != allocations_.begin() && std::prev(next)->first + std::prev(next)->second > ptr) return false;
+  }
+  used_ += bytes;
+  allocations_.emplace(ptr, bytes);
+  return true;
+}
+
 void SimDevice::free(uintptr_t ptr, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = allocations_.find(ptr);
@@ -146,7 +168,7 @@ void SimDevice::free(uintptr_t ptr, size_t bytes) {
   busy_ns_ += cost(model_.free_base_ns, model_.free_per_gib_ns, bytes);
   used_ -= bytes;
   allocations_.erase(it);
-  give_va(ptr, bytes);
+  if (ptr >= kVaBase && ptr < kVaBase + kVaSpan) give_va(ptr, bytes);  // adopted ranges may lie outside
 }
 
 uintptr_t SimDevice::reserve_address(size_t bytes) {
