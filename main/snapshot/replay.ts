@@ -5,7 +5,8 @@ import type { NativeAddon } from '../addon/types';
 import { allocConfFromSettings } from './alloc_conf';
 import { topFrames } from './frames';
 import type { Snapshot } from './model';
-import { snapshotToReplay, type ReplayTrace } from './to_replay';
+import { snapshotToReplay, type ReplaySeed, type ReplayTrace } from './to_replay';
+import { startTotals } from './window_start';
 
 export interface ReplayOptions {
   /** PYTORCH_CUDA_ALLOC_CONF; undefined: the snapshot's own settings. */
@@ -29,6 +30,17 @@ export interface FirstOom {
   frames: string[];
 }
 
+/** A recorded 'oom' event tried again in the replay. */
+export interface OomAttemptOutcome {
+  eventIndex: number;
+  /** Bytes the recorded allocation requested. */
+  size: number;
+  /** True: it failed again (the OOM is reproduced); false: it would have fit. */
+  failed: boolean;
+  /** The replayed allocator's OutOfMemoryError text when it failed ('' otherwise). */
+  message: string;
+}
+
 export interface ReplayOutcome {
   allocConf: string;
   capacity: number | null;
@@ -41,6 +53,8 @@ export interface ReplayOutcome {
   /** Reserved but unallocated bytes when reserved peaked (null if the binding gave no history). */
   unallocatedAtPeak: number | null;
   firstOom: FirstOom | null;
+  /** One entry per recorded 'oom' event, in trace order. */
+  oomAttempts: OomAttemptOutcome[];
 }
 
 /** Options and result of the addon's replayAllocator (native/addon/allocator_binding.cpp). */
@@ -52,6 +66,8 @@ export interface NativeReplayOptions {
   historyMax?: number;
   /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
   segmentAddresses?: Float64Array;
+  /** The allocator state the trace began in (native/allocator/seed.cpp). */
+  seed?: ReplaySeed;
 }
 
 /** One event of the replayed allocator's history (native/allocator/history.h). */
@@ -73,6 +89,7 @@ export interface NativeReplayResult {
   numOoms: number;
   numAllocRetries?: number;
   firstOom: { index: number; message: string } | null;
+  oomAttempts?: { index: number; failed: boolean; message: string }[];
   history?: NativeHistoryEvent[];
 }
 
@@ -115,6 +132,8 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
   const trace = snapshotToReplay(s, device);
   const ownConf = allocConfFromSettings(s.allocatorSettings);
   const events = s.deviceTraces[device] ?? [];
+  // A seeded replay's history starts from the state at the trace's start.
+  const { allocated: startAllocated, reserved: startReserved } = trace.seed ? startTotals(trace.start) : { allocated: 0, reserved: 0 };
   const self: Replayer = {
     trace,
     ownConf,
@@ -129,6 +148,7 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         history: true,
         historyMax: Math.max(1 << 20, trace.count * 4),
         segmentAddresses: trace.segmentAddresses,
+        ...(trace.seed ? { seed: trace.seed } : {}),
       });
       let firstOom: FirstOom | null = null;
       if (r.firstOom) {
@@ -151,8 +171,14 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         numDeviceFree: r.numDeviceFree,
         numOoms: r.numOoms,
         numAllocRetries: r.numAllocRetries ?? 0,
-        unallocatedAtPeak: r.history ? unallocatedAtPeak(r.history) : null,
+        unallocatedAtPeak: r.history ? unallocatedAtPeak(r.history, startAllocated, startReserved) : null,
         firstOom,
+        oomAttempts: (r.oomAttempts ?? []).map((a) => ({
+          eventIndex: trace.eventIndex[a.index],
+          size: Number(trace.sizes[a.index]),
+          failed: a.failed,
+          message: a.message,
+        })),
       };
       return { outcome, history: r.history ?? [] };
     },
@@ -164,11 +190,11 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
  * Walks the replayed allocator's own history to the moment reserved memory peaked, taken
  * right after the allocation that drove it there (the segment event comes first).
  */
-function unallocatedAtPeak(history: NonNullable<NativeReplayResult['history']>): number {
-  let allocated = 0;
-  let reserved = 0;
-  let peak = -1;
-  let gap = 0;
+function unallocatedAtPeak(history: NonNullable<NativeReplayResult['history']>, startAllocated: number, startReserved: number): number {
+  let allocated = startAllocated;
+  let reserved = startReserved;
+  let peak = reserved;
+  let gap = reserved - allocated;
   let pending = false;
   for (const e of history) {
     const blk = e.blockSize ?? e.size;

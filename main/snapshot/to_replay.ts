@@ -5,12 +5,29 @@
 // burst of segment_free/segment_unmap events that the user's empty_cache() caused.
 // Bursts the allocator made itself (cudaMalloc retry after OOM, garbage collection) are
 // not replayed: the replayed allocator makes its own under the chosen capacity.
-import { rebuildInitialState } from './import';
+// A recorded 'oom' event is the allocation PyTorch tried and gave up on: it becomes an
+// OOM-attempt op, tried again under the replay's settings and cap.
+// A trace that began late starts from the exact allocator state at its first event
+// (window_start.ts), handed to the native allocator as a seed.
 import type { Frames, Snapshot, TraceEvent } from './model';
+import { windowStart, type WindowStart } from './window_start';
 
 export const REPLAY_ALLOC = 0;
 export const REPLAY_FREE = 1;
 export const REPLAY_EMPTY_CACHE = 2;
+export const REPLAY_OOM_ATTEMPT = 3;
+
+/** The allocator state at the trace's start, as the addon's replayAllocator takes it. */
+export interface ReplaySeed {
+  segAddress: Float64Array;
+  segStream: Float64Array;
+  segSmall: Uint8Array;
+  segBlocks: Uint32Array;
+  blockSize: Float64Array;
+  blockRequested: Float64Array;
+  /** Replay id of each allocated block (its free op names it); 0 for free blocks. */
+  blockId: Uint32Array;
+}
 
 export interface ReplayTrace {
   device: number;
@@ -26,15 +43,19 @@ export interface ReplayTrace {
   eventIndex: Int32Array;
   /** Original stream handle for each dense index. */
   streamValues: number[];
-  /** Allocations re-created at the start because the trace began late. */
+  /** Allocations alive at the trace's start (seeded, or re-created when no seed could be built). */
   initialAllocs: number;
   lateStart: boolean;
+  /** The exact state at the trace's start; null when the trace starts empty or the state
+   * holds expandable segments (then the live allocations are re-created, approximately). */
+  seed: ReplaySeed | null;
+  start: WindowStart;
   emptyCacheCalls: number;
   /** segment_free bursts judged allocator-internal (OOM retry, GC): not replayed. */
   internalReleases: number;
   /** free_completed events whose allocation is unknown (damaged trace): skipped. */
   unmatchedFrees: number;
-  /** Indices of the trace's own 'oom' events. */
+  /** Indices of the trace's own 'oom' events (each replayed as an OOM-attempt op). */
   recordedOoms: number[];
   /**
    * Addresses the recorded cudaMallocs returned, in order (segments alive before a late
@@ -73,9 +94,11 @@ function hasFrame(frames: Frames, re: RegExp): boolean {
 
 export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
   const events = s.deviceTraces[device] ?? [];
-  const initial = rebuildInitialState(s, device);
+  const start = windowStart(s, device);
+  const exact = !start.segments.some((g) => g.expandable);
+  const liveAtStart = start.segments.flatMap((g) => g.blocks.filter((b) => b.state !== 'free').map((b) => ({ ...b, stream: g.stream })));
   // An alloc at a still-live address (a lost free) takes two ops.
-  const cap = 2 * events.length + initial.blocks.length + 1;
+  const cap = 2 * events.length + liveAtStart.length + 1;
   const ops = new Uint8Array(cap);
   const sizes = new BigUint64Array(cap);
   const ids = new Uint32Array(cap);
@@ -112,8 +135,13 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     push(REPLAY_ALLOC, size, id, stream(st), ev);
   };
 
-  for (const b of initial.blocks) alloc(b.address, b.requestedSize, b.stream, -1);
-  const initialAllocs = n;
+  let seed: ReplaySeed | null = null;
+  if (exact && start.segments.length) {
+    seed = buildSeed(start, live, () => nextId++, stream);
+  } else {
+    for (const b of liveAtStart) alloc(b.address, b.requestedSize, b.stream, -1);
+  }
+  const initialAllocs = liveAtStart.length;
 
   let emptyCacheCalls = 0;
   let internalReleases = 0;
@@ -149,13 +177,15 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
       }
       case 'oom':
         recordedOoms.push(i);
+        push(REPLAY_OOM_ATTEMPT, e.size, 0, stream(e.stream), i);
         break;
       default:
         break;
     }
   }
+  // Seeded segments sit at their addresses already; without a seed they are allocated first.
   const segmentAddresses = Float64Array.from([
-    ...initial.segments.map((g) => g.address),
+    ...(seed ? [] : start.segments.map((g) => g.address)),
     ...events.filter((e) => e.action === 'segment_alloc').map((e) => e.addr),
   ]);
   return {
@@ -169,10 +199,43 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     eventIndex: eventIndex.subarray(0, n),
     streamValues,
     initialAllocs,
-    lateStart: initial.lateStart,
+    lateStart: start.lateStart,
+    seed,
+    start,
     emptyCacheCalls,
     internalReleases,
     unmatchedFrees,
     recordedOoms,
   };
+}
+
+function buildSeed(start: WindowStart, live: Map<number, number>, newId: () => number, stream: (v: number) => number): ReplaySeed {
+  const nb = start.segments.reduce((n, g) => n + g.blocks.length, 0);
+  const seed: ReplaySeed = {
+    segAddress: new Float64Array(start.segments.length),
+    segStream: new Float64Array(start.segments.length),
+    segSmall: new Uint8Array(start.segments.length),
+    segBlocks: new Uint32Array(start.segments.length),
+    blockSize: new Float64Array(nb),
+    blockRequested: new Float64Array(nb),
+    blockId: new Uint32Array(nb),
+  };
+  let k = 0;
+  start.segments.forEach((g, i) => {
+    seed.segAddress[i] = g.address;
+    seed.segStream[i] = stream(g.stream);
+    seed.segSmall[i] = g.pool === 'small' ? 1 : 0;
+    seed.segBlocks[i] = g.blocks.length;
+    for (const b of g.blocks) {
+      seed.blockSize[k] = b.size;
+      seed.blockRequested[k] = b.requestedSize;
+      if (b.state !== 'free') {
+        const id = newId();
+        live.set(b.address, id);
+        seed.blockId[k] = id;
+      }
+      k++;
+    }
+  });
+  return seed;
 }
