@@ -9,6 +9,7 @@
 // OOM-attempt op, tried again under the replay's settings and cap.
 // A trace that began late starts from the exact allocator state at its first event
 // (window_start.ts), handed to the native allocator as a seed.
+import { foldTrace } from './fold';
 import type { Frames, Snapshot, TraceEvent } from './model';
 import { windowStart, type WindowStart } from './window_start';
 
@@ -117,8 +118,6 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
   };
 
   let n = 0;
-  let nextId = 1;
-  const live = new Map<number, number>(); // address -> id
   const push = (op: number, size: number, id: number, st: number, ev: number) => {
     ops[n] = op;
     sizes[n] = BigInt(size);
@@ -127,62 +126,43 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     eventIndex[n] = ev;
     n++;
   };
-  const alloc = (addr: number, size: number, st: number, ev: number) => {
-    const old = live.get(addr);
-    if (old !== undefined) push(REPLAY_FREE, 0, old, 0, ev); // a lost free (damaged trace): keep ids unique
-    const id = nextId++;
-    live.set(addr, id);
-    push(REPLAY_ALLOC, size, id, stream(st), ev);
-  };
 
-  let seed: ReplaySeed | null = null;
-  if (exact && start.segments.length) {
-    seed = buildSeed(start, live, () => nextId++, stream);
-  } else {
-    for (const b of liveAtStart) alloc(b.address, b.requestedSize, b.stream, -1);
-  }
+  // Replay ids are the fold's dense allocation ids plus one (0 means "no allocation").
+  const seed: ReplaySeed | null = exact && start.segments.length ? buildSeed(start, stream) : null;
   const initialAllocs = liveAtStart.length;
-
   let emptyCacheCalls = 0;
   let internalReleases = 0;
   let unmatchedFrees = 0;
+  let releaseEnd = -1; // a burst of segment frees is one decision; skip to its end
   const recordedOoms: number[] = [];
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i];
-    switch (e.action) {
-      case 'alloc':
-        alloc(e.addr, e.size, e.stream, i);
-        break;
-      case 'free_completed': {
-        const id = live.get(e.addr);
-        if (id === undefined) {
-          unmatchedFrees++;
-          break;
+  foldTrace(
+    s,
+    device,
+    {
+      alloc(a, i) {
+        // Without a seed, allocations alive at the start are made first, in address order.
+        if (i >= 0 || !seed) push(REPLAY_ALLOC, a.size, a.id + 1, stream(a.stream), i);
+      },
+      free: (a, i, e) => push(REPLAY_FREE, 0, a.id + 1, stream(e.stream), i),
+      unmatchedFree: () => void unmatchedFrees++,
+      event(i, e) {
+        if ((e.action === 'segment_free' || e.action === 'segment_unmap') && i >= releaseEnd) {
+          const { kind, end } = classifyRelease(events, i);
+          releaseEnd = end;
+          if (kind === 'empty_cache') {
+            push(REPLAY_EMPTY_CACHE, 0, 0, 0, i);
+            emptyCacheCalls++;
+          } else {
+            internalReleases++;
+          }
+        } else if (e.action === 'oom') {
+          recordedOoms.push(i);
+          push(REPLAY_OOM_ATTEMPT, e.size, 0, stream(e.stream), i);
         }
-        live.delete(e.addr);
-        push(REPLAY_FREE, 0, id, stream(e.stream), i);
-        break;
-      }
-      case 'segment_free':
-      case 'segment_unmap': {
-        const { kind, end } = classifyRelease(events, i);
-        if (kind === 'empty_cache') {
-          push(REPLAY_EMPTY_CACHE, 0, 0, 0, i);
-          emptyCacheCalls++;
-        } else {
-          internalReleases++;
-        }
-        i = end - 1;
-        break;
-      }
-      case 'oom':
-        recordedOoms.push(i);
-        push(REPLAY_OOM_ATTEMPT, e.size, 0, stream(e.stream), i);
-        break;
-      default:
-        break;
-    }
-  }
+      },
+    },
+    { start },
+  );
   // Seeded segments sit at their addresses already; without a seed they are allocated first.
   const segmentAddresses = Float64Array.from([
     ...(seed ? [] : start.segments.map((g) => g.address)),
@@ -209,7 +189,7 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
   };
 }
 
-function buildSeed(start: WindowStart, live: Map<number, number>, newId: () => number, stream: (v: number) => number): ReplaySeed {
+function buildSeed(start: WindowStart, stream: (v: number) => number): ReplaySeed {
   const nb = start.segments.reduce((n, g) => n + g.blocks.length, 0);
   const seed: ReplaySeed = {
     segAddress: new Float64Array(start.segments.length),
@@ -220,7 +200,10 @@ function buildSeed(start: WindowStart, live: Map<number, number>, newId: () => n
     blockRequested: new Float64Array(nb),
     blockId: new Uint32Array(nb),
   };
+  // Live blocks are numbered in segment, then address order: the order foldTrace gives
+  // the allocations alive at the start their ids.
   let k = 0;
+  let id = 0;
   start.segments.forEach((g, i) => {
     seed.segAddress[i] = g.address;
     seed.segStream[i] = stream(g.stream);
@@ -229,11 +212,7 @@ function buildSeed(start: WindowStart, live: Map<number, number>, newId: () => n
     for (const b of g.blocks) {
       seed.blockSize[k] = b.size;
       seed.blockRequested[k] = b.requestedSize;
-      if (b.state !== 'free') {
-        const id = newId();
-        live.set(b.address, id);
-        seed.blockId[k] = id;
-      }
+      if (b.state !== 'free') seed.blockId[k] = ++id;
       k++;
     }
   });
