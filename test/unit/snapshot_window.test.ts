@@ -171,3 +171,43 @@ describe.skipIf(!ready)('a recorded OOM', () => {
     expect(o.oomAttempts).toEqual([expect.objectContaining({ eventIndex: oomAt, failed: false })]);
   });
 });
+
+describe('the CLI on real-job snapshots', () => {
+  const capture = () => {
+    let out = '';
+    let err = '';
+    return { io: { out: (t: string) => void (out += t), err: (t: string) => void (err += t) }, out: () => out, err: () => err };
+  };
+  const file = (name: string) => path.join(FIX, `${name}.pickle`);
+
+  it('snapshot info says the trace started late, with the state before it, and where the memory was at the peak', async () => {
+    const { main } = await import('../../main/cli/main');
+    const c = capture();
+    expect(await main(['snapshot', 'info', file('gpt_late_start')], c.io)).toBe(0);
+    expect(c.out()).toMatch(/trace started late or was truncated/);
+    expect(c.out()).toMatch(/740\.00 MiB were reserved in 51 segments/);
+    expect(c.out()).toMatch(/where the memory was at peak/);
+    expect(c.out()).toMatch(/t2_protocol\.py:\d+ forward/);
+    const j = capture();
+    expect(await main(['snapshot', 'info', file('residual_oom_capped'), '--json'], j.io)).toBe(0);
+    const st = JSON.parse(j.out());
+    expect(st.ooms[0].where.sites[0].bytes).toBeGreaterThan(0);
+    const ranked = st.ooms[0].where.sites.map((x: { bytes: number }) => x.bytes);
+    expect(ranked).toEqual([...ranked].sort((a, b) => b - a));
+    expect(st.whereAtPeak.total).toBe(st.peakAllocated.bytes);
+  });
+
+  it.skipIf(!ready)('replay with no cap names the recorded OOM and the cap that reproduces it', async () => {
+    const { main } = await import('../../main/cli/main');
+    const c = capture();
+    expect(await main(['replay', file('residual_oom_capped'), '--json'], c.io)).toBe(0);
+    const j = JSON.parse(c.out());
+    expect(j.recorded.oom.capped).toBe(true);
+    expect(j.recorded.oom.reproducing_caps.suggested).toBe(stats('residual_oom_capped').capacity_bytes);
+    expect(j.recorded_ooms).toEqual([{ event_index: 1892, size: 64 * 2 ** 20, reproduced: false }]);
+    const g = capture();
+    expect(await main(['replay', file('residual_oom_capped'), '--grid'], g.io)).toBe(0);
+    expect(g.out()).toMatch(/expandable_segments:True\s+2\.00 GiB.*OOM at event 1892 \(the recorded OOM\)/);
+    expect(g.out()).toMatch(/16\.00 GiB.*recorded OOM avoided/);
+  });
+});

@@ -9,6 +9,7 @@ import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
 import { replayer } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
 import { traceStats } from '../../snapshot/stats';
+import type { WhereMemoryWas } from '../../snapshot/where';
 import { RunStore } from '../../store/store';
 import { parse } from '../args';
 import { formatBytes, table } from '../format';
@@ -58,9 +59,12 @@ async function info(args: string[], io: CliIO): Promise<number> {
   io.out(`${positionals[0]}: device ${device}, ${st.events} trace events, ${snap.segments.length} segments at the end\n`);
   if (st.lateStart) {
     io.out(
-      `trace started late: ${formatBytes(st.initial.reserved)} reserved and ${formatBytes(st.initial.allocated)} allocated before its first event\n`,
+      `trace started late or was truncated (history switched on after the first allocation, or the ring buffer dropped older events):\n` +
+        `  before its first event ${formatBytes(st.initial.reserved)} were reserved in ${st.start.segments} segments, ` +
+        `${formatBytes(st.start.allocatedBlocks)} allocated in ${st.start.allocations} blocks (rebuilt exactly from the final state)\n`,
     );
   }
+  for (const p of st.start.problems) io.out(`warning: ${p}\n`);
   io.out(
     table(
       ['', 'bytes', 'at event'],
@@ -76,11 +80,28 @@ async function info(args: string[], io: CliIO): Promise<number> {
   for (const a of st.largest) {
     io.out(`  ${formatBytes(a.size).padStart(11)}  events ${a.allocIndex}..${a.freeIndex ?? 'end'}  ${a.frames[0] ?? ''}\n`);
   }
+  io.out(`\nwhere the memory was at peak (${formatBytes(st.peakAllocated.bytes)} requested, event ${st.peakAllocated.eventIndex}):\n`);
+  io.out(whereText(st.whereAtPeak));
   for (const o of st.ooms) {
-    io.out(`\nOOM at event ${o.eventIndex}: ${formatBytes(o.size)} requested, ${formatBytes(o.deviceFree)} free on the device\n`);
+    io.out(
+      `\nrecorded OOM at event ${o.eventIndex}: ${formatBytes(o.size)} requested with ${formatBytes(o.reserved)} reserved; ` +
+        `CUDA reported ${formatBytes(o.deviceFree)} free (${o.deviceFree > o.size ? 'a memory cap refused it, not the card' : 'the card was full'})\n`,
+    );
     for (const f of o.frames) io.out(`    at ${f}\n`);
+    if (o.where) io.out(`  where the memory was:\n${whereText(o.where)}`);
   }
+  if (st.ooms.length) io.out(`\n\`vramlab replay ${positionals[0]}\` finds the cap that reproduces the OOM; --grid tries other settings\n`);
   return 0;
+}
+
+function whereText(w: WhereMemoryWas): string {
+  return w.sites
+    .map((x) => {
+      const share = w.total ? ` ${((100 * x.bytes) / w.total).toFixed(0).padStart(3)}%` : '';
+      const via = x.path.length > 1 ? `\n${' '.repeat(26)}via ${x.path.slice(0, -1).join(' > ')}` : '';
+      return `  ${formatBytes(x.bytes).padStart(11)}${share}  ${String(x.count).padStart(5)}x  ${x.site}${x.op ? `  (${x.op})` : ''}${via}\n`;
+    })
+    .join('');
 }
 
 async function exportCmd(args: string[], io: CliIO): Promise<number> {
