@@ -4,6 +4,7 @@ import { loadAddon } from '../addon/load';
 import type { NativeAddon } from '../addon/types';
 import { allocConfFromSettings } from './alloc_conf';
 import { topFrames } from './frames';
+import type { ExportSegment } from './export';
 import type { Snapshot } from './model';
 import { snapshotToReplay, type ReplaySeed, type ReplayTrace } from './to_replay';
 import { startTotals } from './window_start';
@@ -68,6 +69,18 @@ export interface NativeReplayOptions {
   segmentAddresses?: Float64Array;
   /** The allocator state the trace began in (native/allocator/seed.cpp). */
   seed?: ReplaySeed;
+  /** Return the final segments too. */
+  snapshot?: boolean;
+}
+
+/** The final allocator state a replay returns with `snapshot: true`. */
+export interface NativeSegment {
+  address: number;
+  totalSize: number;
+  stream: number;
+  pool: 'large' | 'small';
+  isExpandable: boolean;
+  blocks: { address: number; size: number; requestedSize: number; state: string }[];
 }
 
 /** One event of the replayed allocator's history (native/allocator/history.h). */
@@ -91,6 +104,7 @@ export interface NativeReplayResult {
   firstOom: { index: number; message: string } | null;
   oomAttempts?: { index: number; failed: boolean; message: string }[];
   history?: NativeHistoryEvent[];
+  snapshot?: { segments: NativeSegment[] };
 }
 
 export type ReplayFn = (
@@ -123,8 +137,8 @@ export interface Replayer {
   /** The snapshot's own settings as a PYTORCH_CUDA_ALLOC_CONF string. */
   ownConf: string;
   run(options?: ReplayOptions): ReplayOutcome;
-  /** The same replay, returning the allocator's raw history as well. */
-  runWithHistory(options?: ReplayOptions): { outcome: ReplayOutcome; history: NativeHistoryEvent[] };
+  /** The same replay, returning the allocator's raw history and final segments as well. */
+  runWithHistory(options?: ReplayOptions): { outcome: ReplayOutcome; history: NativeHistoryEvent[]; segments: ExportSegment[] };
 }
 
 /** Prepare a snapshot once, then replay it under as many settings as wanted. */
@@ -147,6 +161,7 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         ...(options.deviceId ? { device: options.deviceId } : {}),
         history: true,
         historyMax: Math.max(1 << 20, trace.count * 4),
+        snapshot: true,
         segmentAddresses: trace.segmentAddresses,
         ...(trace.seed ? { seed: trace.seed } : {}),
       });
@@ -180,7 +195,15 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
           message: a.message,
         })),
       };
-      return { outcome, history: r.history ?? [] };
+      const segments: ExportSegment[] = (r.snapshot?.segments ?? []).map((g) => ({
+        address: g.address,
+        totalSize: g.totalSize,
+        stream: trace.streamValues[g.stream] ?? 0,
+        isLarge: g.pool === 'large',
+        isExpandable: g.isExpandable,
+        blocks: g.blocks.map((b) => ({ address: b.address, size: b.size, requestedSize: b.requestedSize, allocated: b.state !== 'inactive' })),
+      }));
+      return { outcome, history: r.history ?? [], segments };
     },
   };
   return self;

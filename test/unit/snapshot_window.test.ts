@@ -211,3 +211,22 @@ describe('the CLI on real-job snapshots', () => {
     expect(g.out()).toMatch(/16\.00 GiB.*recorded OOM avoided/);
   });
 });
+
+describe.skipIf(!ready)('a replay of a late trace, exported', () => {
+  it('carries real times and the final segments, and replays again to the same numbers', async () => {
+    const { replayHistoryToSnapshot, snapshotToBytes } = await import('../../main/snapshot/export');
+    const { loadSnapshotBuffer } = await import('../../main/snapshot/import');
+    const s = load('gpt_late_start');
+    const r = replayer(s, 0);
+    const { outcome, history, segments } = r.runWithHistory();
+    const back = loadSnapshotBuffer(snapshotToBytes(replayHistoryToSnapshot(history, r.trace, s, outcome.allocConf, segments)));
+    const times = back.deviceTraces[0].map((e) => e.timeUs);
+    expect(times[0]).toBeGreaterThanOrEqual(s.deviceTraces[0][0].timeUs); // the recording's clock, not 1970
+    expect(times.every((t, i) => i === 0 || t >= times[i - 1])).toBe(true);
+    expect(times[times.length - 1]).toBeGreaterThan(times[0]);
+    expect(recordedEnd(back)).toEqual(recordedEnd(s));
+    const again = replayer(back, 0).run();
+    expect(again.peakReserved).toBe(outcome.peakReserved);
+    expect(again.numDeviceAlloc).toBe(outcome.numDeviceAlloc);
+  });
+});

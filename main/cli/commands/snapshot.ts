@@ -133,9 +133,10 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const { outcome, history } = r.runWithHistory({ allocConf: values['alloc-conf'], capacity });
+    const { outcome, history, segments } = r.runWithHistory({ allocConf: values['alloc-conf'], capacity });
     if (!history.length) throw new Error("the native replay returned no allocator history; this addon build can't export replays");
-    bytes = snapshotToBytes(replayHistoryToSnapshot(history, r.trace, snap, outcome.allocConf));
+    // A replay from a seeded state needs its final segments: its history never made them.
+    bytes = snapshotToBytes(replayHistoryToSnapshot(history, r.trace, snap, outcome.allocConf, r.trace.seed ? segments : undefined));
   } else {
     if (positionals.length !== 1) throw new UsageError(`expected RUN_ID (or --from-replay FILE)\n\n${USAGE}`);
     const store = await RunStore.open(defaultHome());
