@@ -12,7 +12,10 @@ import type {
   SnapTimeline,
   SnapUploadResult,
   SnapWhatIf,
+  SnapWhere,
 } from '../contract/snapshot';
+import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
+import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
 import { busiestDevice, loadSnapshotBuffer, PickleError, rebuildInitialState, snapshotDevices, SnapshotFormatError, type InitialState } from '../snapshot/import';
 import type { Snapshot } from '../snapshot/model';
@@ -27,6 +30,8 @@ import { SnapshotStore, type StoreLimits } from './snapshot_store';
 
 interface DeviceCache {
   stats: TraceStats;
+  /** The first recorded OOM's diagnosis (a dozen replays: computed once). */
+  diagnosis?: OomDiagnosis | null;
   /** Memory in use before the first event: the start of every stateAt walk. */
   init: InitialState;
   /** The last timeline sent, by its limits (the screen asks again on every visit). */
@@ -80,6 +85,8 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       startUs: trace.length ? trace[0].timeUs : null,
       durationUs: trace.length ? trace[trace.length - 1].timeUs - trace[0].timeUs : null,
       lateStart: st.lateStart,
+      start: st.start,
+      ringBufferLikely: st.lateStart && trace.length >= 1000 && trace.length % 1000 === 0,
       counts: { ...st.counts },
       initial: st.initial,
       final: st.final,
@@ -87,9 +94,23 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       peakReserved: st.peakReserved,
       unallocatedAtPeakReserved: st.unallocatedAtPeakReserved,
       allocatorSettings: settingsOf(s),
-      ooms: st.ooms.map((o) => ({ ...o, frames: o.frames.map(cut) })),
+      ooms: st.ooms.map((o, k) => {
+        const d = k === 0 ? diagnosis(cache, s, device) : null;
+        return { ...o, frames: o.frames.map(cut), capped: o.deviceFree > o.size, reproducingCaps: d?.reproducingCaps ?? null, where: o.where && cutWhere(o.where) };
+      }),
+      whereAtPeak: cutWhere(st.whereAtPeak),
       replay: hasNativeReplay(native),
     };
+  };
+
+  const diagnosis = (c: DeviceCache, s: Snapshot, device: number): OomDiagnosis | null => {
+    if (c.diagnosis !== undefined) return c.diagnosis;
+    c.diagnosis = null;
+    if (c.stats.ooms.length && hasNativeReplay(native)) {
+      c.replayer ??= replayer(s, device, nativeReplay(native));
+      c.diagnosis = diagnoseOom(c.replayer, c.stats.ooms[0], c.stats.events);
+    }
+    return c.diagnosis;
   };
 
   const outcome = (c: DeviceCache, s: Snapshot, device: number, allocConf: string, capacity: number | null): SnapOutcome => {
@@ -184,6 +205,10 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
   return store;
 }
 
+function cutWhere(w: WhereMemoryWas): SnapWhere {
+  return { ...w, sites: w.sites.slice(0, 12).map((x) => ({ ...x, site: cut(x.site), path: x.path.map(cut), op: x.op && cut(x.op) })) };
+}
+
 function defaultDevice(s: Snapshot): number {
   return snapshotDevices(s).length ? busiestDevice(s) : 0;
 }
@@ -219,6 +244,7 @@ function toOutcome(r: ReplayOutcome): SnapOutcome {
     numOoms: r.numOoms,
     numAllocRetries: r.numAllocRetries,
     fragmentation: r.unallocatedAtPeak,
+    recordedOoms: r.oomAttempts.map((a) => ({ eventIndex: a.eventIndex, failed: a.failed })),
     oom: r.firstOom ? { eventIndex: r.firstOom.eventIndex, size: r.firstOom.size, message: r.firstOom.message, frames: r.firstOom.frames.map(cut) } : null,
   };
 }

@@ -26,6 +26,7 @@ export interface WhereMemoryWas {
 
 const LIBRARY = /site-packages|dist-packages|\/lib\/python\d|\/torch\/|<frozen /;
 const NO_STACK = '(no stack recorded)';
+const BEFORE_TRACE = '(allocated before the trace began: no stack recorded)';
 
 const short = (f: Frame) => `${f.filename.split('/').pop()}:${f.line} ${f.name.length > 80 ? f.name.slice(0, 80) + '...' : f.name}`;
 
@@ -47,13 +48,14 @@ function keyOf(frames: Frames): Key {
   return { site: short(user[0]), path: user.slice(0, 4).reverse().map(short), op: op ? short(op) : null };
 }
 
-export function whereMemoryWas(live: Iterable<{ size: number; frames: Frames }>, top = 10): WhereMemoryWas {
+/** allocIndex -1 marks allocations alive before the trace (their stacks were never recorded). */
+export function whereMemoryWas(live: Iterable<{ size: number; frames: Frames; allocIndex?: number }>, top = 10): WhereMemoryWas {
   const keys = new Map<Frames, Key>(); // frames lists are shared between events
   const sites = new Map<string, MemorySite>();
   let total = 0;
   let allocations = 0;
   for (const a of live) {
-    let k = keys.get(a.frames);
+    let k = a.frames.length === 0 && a.allocIndex === -1 ? { site: BEFORE_TRACE, path: [], op: null } : keys.get(a.frames);
     if (!k) {
       k = keyOf(a.frames);
       keys.set(a.frames, k);
