@@ -3,18 +3,25 @@
 // wrapped), the memory state just before its first event (window_start.ts).
 import { snapshotFromPickle } from './from_pickle';
 import type { Frames, Snapshot } from './model';
+import { streamSnapshotBuffer, streamSnapshotFile, type LoadOptions } from './stream_load';
 import { windowStart, type WindowStart } from './window_start';
 import { readPickle, readPickleFile, type ReadOptions } from './pickle/reader';
 
 export { SnapshotFormatError } from './from_pickle';
 export { PickleError } from './pickle/errors';
 
-export function loadSnapshotFile(path: string, options?: ReadOptions): Snapshot {
-  return snapshotFromPickle(readPickleFile(path, options));
+/** Streams the file: trace events go straight into typed arrays (stream_load.ts). */
+export function loadSnapshotFile(path: string, options?: LoadOptions): Snapshot {
+  return streamSnapshotFile(path, options);
 }
 
-export function loadSnapshotBuffer(data: Uint8Array, options?: ReadOptions): Snapshot {
-  return snapshotFromPickle(readPickle(data, options));
+export function loadSnapshotBuffer(data: Uint8Array, options?: LoadOptions): Snapshot {
+  return streamSnapshotBuffer(data, options);
+}
+
+/** The plain read: the whole pickle decoded first, then converted (kept for comparison). */
+export function loadSnapshotFileDecoded(path: string, options?: ReadOptions): Snapshot {
+  return snapshotFromPickle(readPickleFile(path, options));
 }
 
 /** A segment (or mapped range of an expandable one) alive before the trace's first event. */
