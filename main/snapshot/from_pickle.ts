@@ -42,13 +42,17 @@ function describe(v: PickleValue | undefined): string {
   return `${typeof v} ${String(v)}`;
 }
 
+interface StackNode {
+  next: Map<object, StackNode>;
+  frames: Frames | null;
+}
+
 export class Converter {
   // Weak: a streamed snapshot lets go of each event's pickle objects once converted.
   private frameCache = new WeakMap<object, Frame>();
   private framesCache = new WeakMap<object, Frames>();
   /** Stacks by content (frame identities): PyTorch writes a new list per allocation. */
-  private stackIds = new Map<Frame, number>();
-  private stacksByContent = new Map<string, Frames>();
+  private stackRoot: StackNode = { next: new Map(), frames: null };
   /** Set when any address is above 2^53 (then all are stored relative to it). */
   base = 0n;
 
@@ -127,29 +131,28 @@ export class Converter {
     return f;
   }
 
-  frames(v: PickleValue | undefined, path: string): Frames {
+  frames(v: PickleValue | undefined, pathOf: string | (() => string)): Frames {
     if (v === undefined || v === null) return EMPTY_FRAMES;
     const hit = typeof v === 'object' ? this.framesCache.get(v) : undefined;
     if (hit) return hit;
-    const items = this.list(v, path);
-    const list = items.map((f, i) => this.frame(f, `${path}[${i}]`));
-    // One Frames per distinct stack, however many lists spell it.
-    let key = '';
-    for (const f of list) {
-      let id = this.stackIds.get(f);
-      if (id === undefined) {
-        id = this.stackIds.size;
-        this.stackIds.set(f, id);
+    const path = () => (typeof pathOf === 'string' ? pathOf : pathOf());
+    const items = Array.isArray(v) ? v : this.list(v, path());
+    // One Frames per distinct stack, however many lists spell it: a trie over the frame
+    // dicts' identities (PyTorch memoizes each frame dict once), converted on first sight.
+    let node = this.stackRoot;
+    for (let i = 0; i < items.length; i++) {
+      const raw = items[i];
+      let next = typeof raw === 'object' && raw !== null ? node.next.get(raw) : undefined;
+      if (!next) {
+        next = { next: new Map(), frames: null };
+        if (typeof raw === 'object' && raw !== null) node.next.set(raw, next);
       }
-      key += `${id},`;
+      node = next;
     }
-    let out = this.stacksByContent.get(key);
-    if (!out) {
-      out = list;
-      this.stacksByContent.set(key, out);
-    }
-    if (typeof v === 'object') this.framesCache.set(v, out);
-    return out;
+    const list = node.frames ?? items.map((raw, i) => this.frame(raw, `${path()}[${i}]`));
+    node.frames ??= list;
+    if (typeof v === 'object') this.framesCache.set(v, node.frames);
+    return node.frames;
   }
 
   /** Makes `stand` (a small placeholder left in the pickle memo) read as the stack of `v`. */
@@ -317,7 +320,30 @@ function block(c: Converter, raw: PickleValue, path: string, expectedAddress: nu
   return { address, size, requestedSize: requested, state: state as BlockState, frames };
 }
 
-export function event(c: Converter, raw: PickleValue, path: string): TraceEvent {
+const isCount = (v: PickleValue | undefined): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/** `path` is built only when something is wrong: millions of events are read. */
+export function event(c: Converter, raw: PickleValue, path: string | (() => string)): TraceEvent {
+  // The common, well-formed event without building a path for each field.
+  if (raw instanceof Map && c.base === 0n) {
+    const action = raw.get('action');
+    const addr = raw.get('addr');
+    const size = raw.get('size');
+    const stream = raw.get('stream') ?? 0;
+    const time = raw.get('time_us');
+    if (
+      typeof action === 'string' && ACTIONS.has(action) && action !== 'oom' && action !== 'snapshot' &&
+      isCount(addr) && isCount(size) && typeof stream === 'number' && Number.isInteger(stream) &&
+      (time === undefined || (typeof time === 'number' && Number.isInteger(time))) &&
+      !raw.has('compile_context') && !raw.has('user_metadata')
+    ) {
+      return { action: action as TraceAction, addr, size, stream, timeUs: time ?? 0, frames: c.frames(raw.get('frames'), () => `${typeof path === 'string' ? path : path()}.frames`) };
+    }
+  }
+  return eventChecked(c, raw, typeof path === 'string' ? path : path());
+}
+
+function eventChecked(c: Converter, raw: PickleValue, path: string): TraceEvent {
   const d = c.dict(raw, path);
   const action = d.get('action');
   if (typeof action !== 'string' || !ACTIONS.has(action)) {

@@ -97,6 +97,8 @@ export interface NativeHistoryEvent {
 export interface NativeReplayResult {
   peakAllocated: number;
   peakReserved: number;
+  /** Reserved minus allocated right after reserved first peaked (newer builds). */
+  unallocatedAtPeak?: number;
   numDeviceAlloc: number;
   numDeviceFree: number;
   numOoms: number;
@@ -151,17 +153,21 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
   const self: Replayer = {
     trace,
     ownConf,
-    run: (options = {}) => self.runWithHistory(options).outcome,
-    runWithHistory(options = {}) {
+    run: (options = {}) => replayOnce(options, false).outcome,
+    runWithHistory: (options = {}) => replayOnce(options, true),
+  };
+  // The history (an object per allocator event) is only built for an export.
+  function replayOnce(options: ReplayOptions, withHistory: boolean) {
+    {
       const allocConf = options.allocConf ?? ownConf;
       const capacity = options.capacity ?? null;
       const r = replay(trace.ops, trace.sizes, trace.ids, trace.streams, {
         settings: allocConf,
         ...(capacity !== null ? { capacity } : {}),
         ...(options.deviceId ? { device: options.deviceId } : {}),
-        history: true,
+        history: withHistory,
         historyMax: Math.max(1 << 20, trace.count * 4),
-        snapshot: true,
+        snapshot: withHistory,
         segmentAddresses: trace.segmentAddresses,
         ...(trace.seed ? { seed: trace.seed } : {}),
       });
@@ -186,7 +192,7 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         numDeviceFree: r.numDeviceFree,
         numOoms: r.numOoms,
         numAllocRetries: r.numAllocRetries ?? 0,
-        unallocatedAtPeak: r.history ? unallocatedAtPeak(r.history, startAllocated, startReserved) : null,
+        unallocatedAtPeak: r.unallocatedAtPeak ?? (r.history ? unallocatedAtPeak(r.history, startAllocated, startReserved) : null),
         firstOom,
         oomAttempts: (r.oomAttempts ?? []).map((a) => ({
           eventIndex: trace.eventIndex[a.index],
@@ -204,8 +210,8 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         blocks: g.blocks.map((b) => ({ address: b.address, size: b.size, requestedSize: b.requestedSize, allocated: b.state !== 'inactive' })),
       }));
       return { outcome, history: r.history ?? [], segments };
-    },
-  };
+    }
+  }
   return self;
 }
 

@@ -26,8 +26,8 @@ const isEventDict = (v: PickleValue): boolean => v instanceof Map && typeof v.ge
 
 function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void) {
   const builders = new Map<PickleValue[], CompactTraceBuilder>();
-  /** Memo index of each container read, until its event is converted. */
-  const memoIdx = new WeakMap<object, number>();
+  /** Memo index of each container read, until its event is converted (then dropped). */
+  const memoIdx = new Map<object, number>();
   /** One small placeholder per distinct stack, left in the memo for later events that reuse it. */
   const standIns = new Map<Frames, PyTuple>();
   let events = 0;
@@ -35,7 +35,10 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
   const release = (ctx: HookContext, v: PickleValue, replacement?: PickleValue) => {
     if (typeof v !== 'object' || v === null) return;
     const idx = memoIdx.get(v);
-    if (idx !== undefined) ctx.release(v, idx, replacement);
+    if (idx !== undefined) {
+      ctx.release(v, idx, replacement);
+      memoIdx.delete(v);
+    }
   };
   const hooks: ReadHooks = {
     memoized: (v, idx) => {
@@ -50,7 +53,8 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
         builders.set(list, b);
       }
       for (const it of items) {
-        const e = event(conv, it, `device_traces[…][${b.length}]`);
+        const at = b.length;
+        const e = event(conv, it, () => `device_traces[…][${at}]`);
         const addr = (it as Map<unknown, unknown>).get('addr');
         if (typeof addr === 'bigint') throw new AddressBaseNeeded();
         b.push(e);

@@ -223,6 +223,7 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("peakAllocated", num(env, static_cast<double>(r.peak_allocated)));
   out.Set("peakReserved", num(env, static_cast<double>(r.peak_reserved)));
+  out.Set("unallocatedAtPeak", num(env, static_cast<double>(r.unallocated_at_peak)));
   out.Set("numDeviceAlloc", num(env, static_cast<double>(r.num_device_alloc)));
   out.Set("numDeviceFree", num(env, static_cast<double>(r.num_device_free)));
   out.Set("numOoms", num(env, static_cast<double>(r.num_ooms)));

@@ -83,7 +83,17 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
     allocator.seed(*in.seed);
     seed_live(allocator, in, slot);
   }
-  for (size_t i = 0; i < in.count; ++i) {
+  // Fragmentation at the peak: the gap right after the op that drove reserved highest.
+  uint64_t top = allocator.memory_reserved();
+  r.unallocated_at_peak = top - allocator.memory_allocated();
+  auto watch_peak = [&]() {
+    const uint64_t reserved = allocator.memory_reserved();
+    if (reserved > top) {
+      top = reserved;
+      r.unallocated_at_peak = reserved - allocator.memory_allocated();
+    }
+  };
+  for (size_t i = 0; i < in.count; ++i, watch_peak()) {
     switch (static_cast<ReplayOpKind>(in.ops[i])) {
       case ReplayOpKind::kAlloc: {
         if (!in.sizes) throw std::invalid_argument("replay: sizes are required for alloc ops");

@@ -80,6 +80,8 @@ struct ReplayOptions {
 struct ReplayResult {
   uint64_t peak_allocated = 0;
   uint64_t peak_reserved = 0;
+  // Reserved minus allocated bytes just after the op that first took reserved to its peak.
+  uint64_t unallocated_at_peak = 0;
   int64_t num_device_alloc = 0;
   int64_t num_device_free = 0;
   int64_t num_ooms = 0;

@@ -118,10 +118,12 @@ class Reader {
     private hooks?: ReadHooks,
   ) {}
 
+  private ctx?: HookContext;
+
   /** What a hook may do to the reader (see ReadHooks). */
   private hookContext(): HookContext {
     const self = this;
-    return {
+    return (this.ctx ??= {
       get offset() {
         return self.src.base + self.src.i;
       },
@@ -132,7 +134,7 @@ class Reader {
         else self.memo.set(idx, replacement);
         if (isContainer(value)) self.shared.delete(value);
       },
-    };
+    });
   }
 
   run(): PickleValue {
