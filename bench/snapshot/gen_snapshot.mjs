@@ -155,10 +155,10 @@ class PickleOut {
 // ---- the workload ---------------------------------------------------------------------
 
 function stacks(layers) {
-  // One stack per (layer, kind), about 45 frames deep like PyTorch's (C++ frames from the
-  // unwinder and dispatcher, then Python frames of a model and the user's loop).
+  // One stack per (layer, kind), 65 to 75 frames deep like PyTorch's with C++ stacks on
+  // (unwinder, dispatcher and autograd frames, then the Python frames of a model and loop).
   const kinds = ['linear', 'attention', 'gelu', 'layernorm', 'grad', 'adam'];
-  const native = Array.from({ length: 40 }, (_, i) => ({
+  const native = Array.from({ length: 70 }, (_, i) => ({
     name: i === 0 ? 'torch::unwind::unwind()' : `at::native::(anonymous namespace)::kernel_${i}(at::Tensor const&, c10::DispatchKeySet)`,
     filename: i % 3 === 0 ? '??' : 'RegisterCUDA.cpp',
     line: 0,
@@ -167,7 +167,7 @@ function stacks(layers) {
   for (let l = 0; l < layers; l++) {
     for (const k of kinds) {
       out.push([
-        ...native.slice(0, 30 + ((l + kinds.indexOf(k)) % 10)),
+        ...native.slice(0, 60 + ((l + kinds.indexOf(k)) % 10)),
         { name: `${k}_forward`, filename: `/opt/venv/lib/python3.12/site-packages/torch/nn/modules/${k}.py`, line: 100 + kinds.indexOf(k) },
         { name: '_call_impl', filename: '/opt/venv/lib/python3.12/site-packages/torch/nn/modules/module.py', line: 1790 },
         { name: 'forward', filename: '/work/model.py', line: 40 + (l % 8) },

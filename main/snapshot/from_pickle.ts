@@ -94,6 +94,7 @@ export class Converter {
       return Number(rel);
     }
     const n = this.int(v, path);
+    if (n < 0) throw new SnapshotFormatError(path, `expected an address (>= 0), got ${n}`);
     if (this.base === 0n) return n;
     const rel = BigInt(n) - this.base;
     if (rel < 0n || rel > MAX_SAFE) throw new SnapshotFormatError(path, `address ${n} is outside the range this snapshot spans`);
