@@ -1,6 +1,7 @@
 // `vramlab replay FILE.pickle`: replays a PyTorch memory snapshot's alloc/free trace through
 // vramlab's allocator, under the snapshot's own settings or others, with an optional cap.
-import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { busiestDevice } from '../../snapshot/import';
+import { openSnapshot } from '../open_snapshot';
 import { diagnoseOom, type OomDiagnosis } from '../../snapshot/oom_diagnosis';
 import { replayer, type ReplayOutcome } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
@@ -140,7 +141,7 @@ const replay: Command = async (args, io) => {
     throw new UsageError('several --alloc-conf or --capacity values need --grid');
   }
 
-  const snap = loadSnapshotFile(positionals[0]);
+  const snap = openSnapshot(positionals[0], io);
   let device = busiestDevice(snap);
   if (values.device !== undefined) {
     device = Number(values.device);

@@ -5,7 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { defaultHome } from '../../paths';
 import { exportRunRecord, replayHistoryToSnapshot, snapshotToBytes } from '../../snapshot/export';
-import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { busiestDevice } from '../../snapshot/import';
+import { openSnapshot } from '../open_snapshot';
 import { replayer } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
 import { traceStats } from '../../snapshot/stats';
@@ -48,7 +49,7 @@ async function info(args: string[], io: CliIO): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError('expected one snapshot file');
-  const snap = loadSnapshotFile(positionals[0]);
+  const snap = openSnapshot(positionals[0], io);
   const device = values.device !== undefined ? Number(values.device) : busiestDevice(snap);
   if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
   const st = traceStats(snap, device, { top: values.top ? Number(values.top) : 10, maxPoints: 200 });
@@ -124,7 +125,7 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
   let bytes: Buffer;
   if (values['from-replay']) {
     if (positionals.length) throw new UsageError('give either RUN_ID or --from-replay FILE, not both');
-    const snap = loadSnapshotFile(values['from-replay']);
+    const snap = openSnapshot(values['from-replay'], io);
     const device = busiestDevice(snap);
     const r = replayer(snap, device);
     let capacity: number | null = null;
