@@ -6,7 +6,7 @@
 import { foldTrace, liveAt, type Allocation } from './fold';
 import { topFrames } from './frames';
 import { initialStateOf } from './import';
-import { TRACE_ACTIONS, type Snapshot, type TraceAction } from './model';
+import { TRACE_ACTIONS, type Frames, type Snapshot, type TraceAction } from './model';
 import { whereMemoryWas, type WhereMemoryWas } from './where';
 import { startTotals, windowStart } from './window_start';
 
@@ -86,14 +86,19 @@ export function traceStats(s: Snapshot, device: number, options: StatsOptions = 
   let peakReserved: Peak = { bytes: r0.reserved, eventIndex: -1 };
   let unallocatedAtPeakReserved = r0.reserved - r0.allocated;
 
-  const done: LargeAllocation[] = [];
+  // A bounded candidate list (trimmed to `top` as it goes); stacks are formatted at the end.
+  const done: (Omit<LargeAllocation, 'frames'> & { raw: Frames })[] = [];
+  let smallest = -1; // below this size an allocation cannot make the list once it is full
   const consider = (a: Allocation, freeIndex: number | null) => {
-    // Keep only a bounded candidate list; trimmed to `top` at the end.
+    if (a.size < smallest) return;
     if (done.length >= top * 4) {
-      done.sort((x, y) => y.size - x.size);
+      done.sort((x, y) => y.size - x.size || x.allocIndex - y.allocIndex);
+  const largest: LargeAllocation[] = done.slice(0, top).map(({ raw, ...a }) => ({ ...a, frames: topFrames(raw) }));
       done.length = top;
+      smallest = done[top - 1].size;
+      if (a.size < smallest) return;
     }
-    done.push({ size: a.size, allocIndex: a.allocIndex, freeIndex, frames: topFrames(a.frames) });
+    done.push({ size: a.size, allocIndex: a.allocIndex, freeIndex, raw: a.frames });
   };
 
   const ooms: RecordedOom[] = [];
@@ -144,6 +149,7 @@ export function traceStats(s: Snapshot, device: number, options: StatsOptions = 
   );
   for (const a of r.live.values()) consider(a, null);
   done.sort((x, y) => y.size - x.size || x.allocIndex - y.allocIndex);
+  const largest: LargeAllocation[] = done.slice(0, top).map(({ raw, ...a }) => ({ ...a, frames: topFrames(raw) }));
 
   // Where the memory was: a second walk to the peak, one to the first recorded OOM.
   const whereAtPeak = whereMemoryWas(liveAt(s, device, peakAllocated.eventIndex, start), top);
@@ -161,7 +167,7 @@ export function traceStats(s: Snapshot, device: number, options: StatsOptions = 
     peakAllocated,
     peakReserved,
     unallocatedAtPeakReserved,
-    largest: done.slice(0, top),
+    largest,
     ooms,
     whereAtPeak,
     timeline,
