@@ -49,19 +49,26 @@ for (const n of counts) {
   rows.push({ file: statSync(file).size, ...r });
 }
 const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(14) : String(c).padEnd(10))).join('');
-console.log(line(['events', 'pickle', 'open', 'peak RSS', 'RSS / pickle', 'replay', '(prepare+run)', 'trace stats']));
+console.log(line(['events', 'pickle', 'open', 'RSS opened', 'peak RSS', 'replay', '(prepare+run)', 'trace stats']));
 for (const r of rows) {
   console.log(
     line([
       r.events,
       `${(r.file / MiB).toFixed(0)} MiB`,
       `${(r.openMs / 1000).toFixed(1)} s`,
+      `${(r.rssAfterOpen / MiB).toFixed(0)} MiB`,
       `${(r.peakRss / MiB).toFixed(0)} MiB`,
-      (r.peakRss / r.file).toFixed(2),
       `${(r.replayMs / 1000).toFixed(2)} s`,
       `${r.prepareMs}+${r.runMs} ms`,
       `${(r.statsMs / 1000).toFixed(1)} s`,
     ]),
   );
   if (r.peakReserved !== r.recordedPeakReserved) console.log(`  !! replay peak reserved ${r.peakReserved} != recorded ${r.recordedPeakReserved}`);
+}
+// The plain read (whole pickle decoded, then converted), on the smallest file, for scale.
+const small = path.join(dir, `synthetic_${Math.min(...counts)}.pickle`);
+const d = spawnSync(process.execPath, ['--max-old-space-size=12000', measure, small, '--decoded'], { encoding: 'utf8', env: { ...process.env, VRAMLAB_ADDON: addon } });
+if (d.status === 0) {
+  const r = JSON.parse(d.stdout.trim().split('\n').pop());
+  console.log(`for scale, the plain (decode-everything) read of ${r.events} events: ${(r.openMs / 1000).toFixed(1)} s, peak RSS ${(r.peakRss / MiB).toFixed(0)} MiB`);
 }

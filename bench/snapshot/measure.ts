@@ -1,11 +1,18 @@
 // One measurement in a fresh process (so peak RSS is this file's alone): open a snapshot
 // (streamed), prepare its replay, replay it under its own settings. Prints one JSON line.
-import { busiestDevice, loadSnapshotFile } from '../../main/snapshot/import';
+import { busiestDevice, loadSnapshotFile, loadSnapshotFileDecoded } from '../../main/snapshot/import';
 import { replayer } from '../../main/snapshot/replay';
 import { traceStats } from '../../main/snapshot/stats';
 
 const file = process.argv[2];
 const ms = (t: number) => Math.round(performance.now() - t);
+if (process.argv[3] === '--decoded') {
+  // For comparison: the whole pickle decoded into dicts first, then converted.
+  const t0 = performance.now();
+  const s = loadSnapshotFileDecoded(file);
+  console.log(JSON.stringify({ events: s.deviceTraces[0].length, openMs: ms(t0), peakRss: process.resourceUsage().maxRSS * 1024 }));
+  process.exit(0);
+}
 let t = performance.now();
 let lastPct = -1;
 const snap = loadSnapshotFile(file, {
