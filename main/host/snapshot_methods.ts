@@ -17,7 +17,8 @@ import type {
 import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
 import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
-import { busiestDevice, loadSnapshotBuffer, PickleError, rebuildInitialState, snapshotDevices, SnapshotFormatError, type InitialState } from '../snapshot/import';
+import { busiestDevice, loadSnapshotBuffer, PickleError, snapshotDevices, SnapshotFormatError } from '../snapshot/import';
+import { windowStart, type WindowStart } from '../snapshot/window_start';
 import type { Snapshot } from '../snapshot/model';
 import { hasNativeReplay, nativeReplay, replayer, type Replayer, type ReplayOutcome } from '../snapshot/replay';
 import { parseSize } from '../snapshot/sizes';
@@ -32,8 +33,8 @@ interface DeviceCache {
   stats: TraceStats;
   /** The first recorded OOM's diagnosis (a dozen replays: computed once). */
   diagnosis?: OomDiagnosis | null;
-  /** Memory in use before the first event: the start of every stateAt walk. */
-  init: InitialState;
+  /** The allocator state before the first event: the start of every stateAt walk. */
+  start: WindowStart;
   /** The last timeline sent, by its limits (the screen asks again on every visit). */
   timeline?: { key: string; value: Omit<SnapTimeline, 'id'> };
   replayer?: Replayer;
@@ -64,7 +65,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       throw new Error(`snapshot "${entry.name}" has no device ${device}; it has ${devices.length ? `device${devices.length > 1 ? 's' : ''} ${devices.join(', ')}` : 'no trace or segments'}`);
     let c = entry.extra.devices.get(dev);
     if (!c) {
-      c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), init: rebuildInitialState(s, dev), outcomes: new Map() };
+      c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), start: windowStart(s, dev), outcomes: new Map() };
       entry.extra.devices.set(dev, c);
     }
     return { entry, s, device: dev, cache: c };
@@ -160,7 +161,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
   host.register('snapshot.stateAt', (params) => {
     const p = params as { id: string; device?: number; eventIndex: number };
     const { entry, s, device, cache } = cacheFor(p.id, p.device);
-    return { id: entry.id, ...stateAt(s, device, p.eventIndex, cache.init) };
+    return { id: entry.id, ...stateAt(s, device, p.eventIndex, cache.start) };
   });
 
   host.register('snapshot.largest', (params): SnapLargest => {
