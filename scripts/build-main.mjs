@@ -1,4 +1,5 @@
-// Bundles the Node side: the CLI (also serve mode) and Electron's main + preload scripts.
+// Bundles the Node side: the CLI (also serve mode) and Electron's main + preload scripts,
+// and writes the spec defaults fixture the native tests read (scripts/spec-defaults.mjs).
 import { build } from 'esbuild';
 
 const common = {
@@ -19,3 +20,4 @@ await Promise.all([
   build({ ...common, entryPoints: ['main/electron/preload.ts'], outfile: 'dist/electron/preload.cjs' }),
 ]);
 console.log('built dist/cli.cjs, dist/electron/main.cjs, dist/electron/preload.cjs');
+await import('./spec-defaults.mjs');

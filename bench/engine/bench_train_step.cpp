@@ -40,10 +40,11 @@
 #include "engine/backends/allocator_memory.h"
 #include "engine/backends/backend.h"
 #include "engine/core/context.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/optimizer.h"
-#include "tests/engine_json.h"
+#include "engine/spec/spec_value.h"
 #ifdef VRAMLAB_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -302,10 +303,10 @@ Timing time_steps(const std::string& device_id, const Workload& w, const std::st
   return t;
 }
 
-double pytorch_ms(const testjson::Value* refs, const std::string& key) {
+double pytorch_ms(const engine::SpecValue* refs, const std::string& key) {
   if (!refs) return -1;
   try {
-    return (*refs)["train_step_ms"]["results"][key].num;
+    return (*refs)["train_step_ms"]["results"][key].as_number(key);
   } catch (const std::exception&) {
     return -1;
   }
@@ -367,10 +368,10 @@ int main(int argc, char** argv) {
     }
   if (variant_list.empty()) variant_list.push_back("new");
 
-  std::unique_ptr<testjson::Value> refs;
+  std::unique_ptr<engine::SpecValue> refs;
   try {
-    refs = std::make_unique<testjson::Value>(
-        testjson::load_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/pytorch_reference.json"));
+    refs = std::make_unique<engine::SpecValue>(
+        engine::load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/pytorch_reference.json"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "note: PyTorch reference not read (%s)\n", e.what());
   }

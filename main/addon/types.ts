@@ -1,57 +1,63 @@
-// Types of what the native addon exports. Each area of the engine adds its part here;
-// the TypeScript side never touches the addon except through these.
+// What the native addon (build/Release/vramlab.node) exports, typed once. The TypeScript
+// side never touches the addon except through this interface. Each export is listed with
+// the binding that defines it (native/addon/*_binding.cpp).
 import type { DeviceInfo } from '../contract/devices';
+import type { SnapshotSegment } from '../contract/playground';
 import type { MemorySample, RunEvent } from '../contract/runs';
+import type { Spec } from '../contract/spec';
 
 export interface NativeAddon {
-  /** Every simulated preset, then each CUDA GPU found (none without a GPU). */
+  /** Every simulated preset, then each CUDA GPU found (none without a GPU). devices_binding.cpp */
   listDevices(): DeviceInfo[];
   /** Build facts: version, whether the CUDA backend was compiled in. */
   buildInfo(): { version: string; cuda: boolean; cudaRuntime: number };
-  /** Job kinds this build runs ("synthetic", the engine-free test job; "protocol"). */
-  runnerJobs?: string[];
-  /** Runs a job on a native worker thread (native/addon/runner_binding.cpp). Throws, starting
-   * nothing, for a job it cannot run. onWake is called (cheaply, at most once per drain)
-   * when events or the outcome wait; pull them with handle.drain() from a later turn. */
-  startRun?(job: NativeJob, onWake: () => void): NativeRunHandle;
-  [extra: string]: unknown;
+  /** Job kinds this build runs: "experiment" and "synthetic" (the engine-free test job). */
+  runnerJobs: string[];
+  /** Runs a job on a native worker thread (runner_binding.cpp). Throws, starting nothing, for
+   * a job it cannot run. onWake is called (cheaply, at most once per drain) when events or
+   * the outcome wait; pull them with handle.drain() from a later turn. */
+  startRun(job: NativeJob, onWake: () => void): NativeRunHandle;
+  /** One experiment run to the end on the calling thread (engine_binding.cpp). Throws for a
+   * spec the engine refuses, and with an OutOfMemoryError for an OOM. */
+  runExperiment(spec: Spec, options?: NativeRunOptions): NativeExperimentResult;
+  /** What-if replay of a recorded alloc/free sequence (allocator_binding.cpp). */
+  replayAllocator(
+    ops: Uint8Array,
+    sizes: BigUint64Array | Float64Array,
+    ids: Uint32Array,
+    streams: Uint32Array,
+    options: NativeReplayOptions,
+  ): NativeReplayResult;
+  /** The caching allocator on its own, over one device (allocator_binding.cpp). */
+  Allocator: new (device: string, settings?: string) => NativeAllocator;
+  /** The tensor playground's engine session (engine_binding.cpp); Session is the same class. */
+  EngineSession: new (options: NativeSessionOptions) => NativeSession;
+  Session: new (options: NativeSessionOptions) => NativeSession;
 }
 
-// ---- runner (main/runner owns these) ----
-/** The spec flattened for native/runner/job_spec.h; kind "synthetic" is the engine-free test job. */
-export interface NativeJob {
-  kind: 'protocol' | 'synthetic';
-  model?: 'mlp' | 'residual';
-  in?: number;
-  hidden?: number;
-  out?: number;
-  dim?: number;
-  depth?: number;
-  batch?: number;
-  iterations?: number;
-  accum?: number;
-  checkpoint?: 'none' | 'block' | 'sqrt' | 'every';
-  checkpoint_every?: number;
-  precision?: string;
-  optimizer?: string;
-  lr?: number;
-  momentum?: number;
-  weight_decay?: number;
-  foreach?: boolean;
-  set_to_none?: boolean;
-  mode?: string;
-  keep_loss_graph?: boolean;
-  loss?: string;
-  alloc_conf?: string;
-  device?: string;
-  capacity?: number;
-  history?: boolean;
+// ---- runner ----
+
+/** How a run is carried out beyond what it measures (native/engine/spec/run_spec.h RunOptions). */
+export interface NativeRunOptions {
+  backend?: 'sim' | 'cpu' | 'cuda';
+  warmup?: 'linear' | 'matmul';
+  grad_scaler?: boolean;
+  /** A memory sample every N allocations (0: none). */
   sample_every?: number;
+  seed?: number;
+}
+
+/** The engine-free test job: a fake run that steps, samples, and can OOM or throw on cue. */
+export interface SyntheticJob {
   steps?: number;
   step_ms?: number;
   oom_at?: number;
   throw_at?: number;
+  capacity?: number;
 }
+
+/** A job for startRun: the validated spec as it is, or the synthetic test job. */
+export type NativeJob = { kind: 'experiment'; spec: Spec; options?: NativeRunOptions } | { kind: 'synthetic'; synthetic: SyntheticJob };
 
 /** Alloc events arrive with a numeric category index (-1: unknown); the runner names it. */
 export type NativeRunEvent =
@@ -87,10 +93,139 @@ export interface NativeOutcome {
   peak_allocated: number;
   peak_reserved: number;
   sim_time_ms: number | null;
+  num_parameters: number;
+  trainable_parameters: number;
+  /** The scaled-dot-product attention backend the run modelled (transformers), else null. */
+  sdpa_backend: string | null;
   oom: NativeOom | null;
 }
 
 export interface NativeRunHandle {
   cancel(): void;
   drain(): NativeEventBatch;
+}
+
+export interface NativeExperimentResult {
+  readings: Record<string, number>;
+  order: string[];
+  base: number;
+  numParameters: number;
+  trainableParameters: number;
+  sdpaBackend: string;
+  modeledTimeMs: number;
+  memorySummary: string;
+}
+
+// ---- allocator ----
+
+export interface NativeAllocator {
+  malloc(size: number): number;
+  free(address: number): void;
+  emptyCache(): void;
+  stats(): Record<string, number>;
+  memoryAllocated(): number;
+  memoryReserved(): number;
+  snapshot(): { segments: SnapshotSegment[] };
+  summary(): string;
+  setFraction(fraction: number): void;
+  setCapacity(bytes: number): void;
+  resetPeak(): void;
+  setHistory(on: boolean): void;
+  history(): NativeHistoryEvent[];
+  virtualTimeNs(): number;
+  device(): NativeSessionDevice;
+}
+
+export interface NativeReplayOptions {
+  settings?: string;
+  capacity?: number;
+  device?: string;
+  history?: boolean;
+  historyMax?: number;
+  /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
+  segmentAddresses?: Float64Array;
+}
+
+/** One event of an allocator's history (native/allocator/history.h). */
+export interface NativeHistoryEvent {
+  action: string; // alloc, free, segment_alloc, segment_free, segment_map, segment_unmap, oom, empty_cache
+  address: number;
+  size: number;
+  blockSize?: number;
+  stream?: number;
+  timeNs?: number;
+  context?: string;
+}
+
+export interface NativeReplayResult {
+  peakAllocated: number;
+  peakReserved: number;
+  numDeviceAlloc: number;
+  numDeviceFree: number;
+  numOoms: number;
+  numAllocRetries?: number;
+  firstOom: { index: number; message: string } | null;
+  history?: NativeHistoryEvent[];
+}
+
+// ---- playground session ----
+
+export type NativeDType = 'float32' | 'float16' | 'bfloat16' | 'float64';
+
+export interface NativeTensorInfo {
+  shape: number[];
+  dtype: string;
+  /** numel * element size: the bytes this tensor's elements span. */
+  bytes: number;
+  /** The bytes of the storage underneath (views share it). */
+  storageBytes: number;
+  /** The allocator block holding the storage (rounded to 512 B, or the whole segment). */
+  blockBytes: number;
+  address: number;
+  /** Same key: same storage. */
+  storageKey: number;
+  isView: boolean;
+  contiguous: boolean;
+}
+
+export interface NativeSessionDevice {
+  id: string;
+  kind: string;
+  name: string;
+  total: number;
+  backend: string;
+  capacity: number | null;
+}
+
+export interface NativeSessionOptions {
+  device: string;
+  capacity?: number | null;
+  allocConf?: string;
+}
+
+export interface NativeSession {
+  randn(shape: number[], dtype?: NativeDType): number;
+  zeros(shape: number[], dtype?: NativeDType): number;
+  ones(shape: number[], dtype?: NativeDType): number;
+  empty(shape: number[], dtype?: NativeDType): number;
+  view(id: number, shape: number[]): number;
+  reshape(id: number, shape: number[]): number;
+  clone(id: number): number;
+  contiguous(id: number): number;
+  to(id: number, dtype: NativeDType): number;
+  t(id: number): number;
+  matmul(a: number, b: number): number;
+  del(id: number): void;
+  info(id: number): NativeTensorInfo;
+  emptyCache(): void;
+  memoryAllocated(): number;
+  memoryReserved(): number;
+  maxMemoryAllocated(): number;
+  maxMemoryReserved(): number;
+  resetPeak(): void;
+  memorySummary(abbreviated?: boolean): string;
+  snapshot(): { segments: SnapshotSegment[] };
+  device(): NativeSessionDevice;
+  /** Frees every tensor and the allocator's segments now; later calls throw. */
+  close(): void;
 }

@@ -1,14 +1,5 @@
-// Human units the way PyTorch prints them (KiB/MiB/GiB, base 1024).
-export function formatBytes(bytes: number, digits = 2): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let v = Math.abs(bytes);
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${bytes < 0 ? '-' : ''}${i === 0 ? v.toFixed(0) : v.toFixed(digits)} ${units[i]}`;
-}
+// Terminal output: byte sizes (the contract's formatBytes) and plain text tables.
+export { formatBytes } from '../contract/units';
 
 /** A plain text table: columns padded to their widest cell; numbers right-aligned. */
 export function table(header: string[], rows: string[][]): string {

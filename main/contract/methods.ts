@@ -26,4 +26,7 @@ export interface MethodResults extends PlaygroundResults, RunResults, SnapshotRe
 }
 
 export type MethodName = keyof typeof methods;
+/** Params as a client sends them. */
 export type MethodParams<M extends MethodName> = z.input<(typeof methods)[M]['params']>;
+/** Params as a handler receives them: validated, defaults filled (a spec is complete). */
+export type MethodInput<M extends MethodName> = z.output<(typeof methods)[M]['params']>;

@@ -1,6 +1,6 @@
 // The tensor playground over the wire: a live engine session on one device that runs short
 // commands (`x = randn(1000, 1000)`, `del x`, `empty_cache()`, `memory_summary()`) and
-// answers with the allocator's state after each. Added by the UI (issue 6).
+// answers with the allocator's state after each. Used by the playground screen.
 import { z } from 'zod';
 
 export const playgroundMethods = {

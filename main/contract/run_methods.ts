@@ -1,9 +1,9 @@
-// Host methods for experiments (issue 5): runs, the run store, exports, sweeps and fit.
+// Host methods for experiments: runs, the prediction, the run store, exports, sweeps and fit.
 // Events: `run.progress` (RunProgress, batched per frame), `run.done` (RunDone),
 // `run.error` (RunErrorEvent).
 import { z } from 'zod';
-import type { CompareRow, FitResult, RunMeta, RunRecord, SweepResult } from './runs';
-import { SpecSchema, SWEEP_PARAMS, LIMITS } from './spec';
+import type { CompareRow, FitResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
+import { SpecSchema, SWEEP_PARAMS, FIT_PARAMS, LIMITS } from './spec';
 
 const runId = z.string({ error: 'must be a run id' }).min(1).max(64);
 const ids = z.array(runId).min(1).max(500);
@@ -15,6 +15,9 @@ export const runMethods = {
   /** Validates the spec and starts a run; resolves as soon as it runs. */
   'run.start': { params: z.strictObject({ spec: SpecSchema, name: z.string().max(200).optional() }) },
   'run.cancel': { params: z.strictObject({ runId }) },
+  /** The spec run on the simulated device of its card, without history or samples: the exact
+   * peak before running. A newer request on the same channel cancels the one in flight. */
+  'run.predict': { params: z.strictObject({ spec: SpecSchema, channel: z.string().max(64).optional() }) },
   'runs.list': { params: z.undefined().or(z.strictObject({ group: z.string().max(64).optional() })) },
   'runs.get': { params: z.strictObject({ id: runId }) },
   'runs.rename': { params: z.strictObject({ id: runId, name: z.string().min(1).max(200) }) },
@@ -31,9 +34,14 @@ export const runMethods = {
       values: z.array(z.unknown()).min(1).max(256),
     }),
   },
-  /** The largest batch that runs without OOM, by bisection; resolves when found. */
+  /** The largest batch (or seq, or new_tokens) that runs without OOM, by bisection; resolves when found. */
   'fit.start': {
-    params: z.strictObject({ spec: SpecSchema, maxBatch: z.number().int().min(1).max(LIMITS.batch).optional() }),
+    params: z.strictObject({
+      spec: SpecSchema,
+      param: z.enum(FIT_PARAMS).optional(),
+      max: z.number().int().min(1).max(LIMITS.batch).optional(),
+      maxBatch: z.number().int().min(1).max(LIMITS.batch).optional(),
+    }),
   },
 } as const;
 
@@ -46,6 +54,7 @@ export interface ExportedFile {
 export interface RunResults {
   'run.start': { runId: string };
   'run.cancel': { cancelled: boolean };
+  'run.predict': Prediction;
   'runs.list': RunMeta[];
   'runs.get': RunRecord;
   'runs.rename': RunMeta;

@@ -1,8 +1,9 @@
 // What a run produces, as the store keeps it and the wire carries it: memory samples,
-// phase markers, allocator events, the summary (readings, peaks, estimate, OOM diagnosis).
+// phase markers, allocator events, the summary (readings, peaks, parameters, OOM diagnosis).
 import type { Spec } from './spec';
 
-/** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated). */
+/** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated).
+ * Transformer activations are split by the layer that made them; kv_cache is generation's. */
 export const CATEGORIES = [
   'parameters',
   'gradients',
@@ -12,6 +13,11 @@ export const CATEGORIES = [
   'inputs',
   'workspace',
   'other',
+  'attention',
+  'mlp',
+  'norms',
+  'logits',
+  'kv_cache',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 
@@ -61,15 +67,6 @@ export interface PhasePeak {
   reserved: number;
 }
 
-export interface Estimate {
-  parameters: number; // count
-  bytes_per_parameter: { weights: number; gradients: number; optimizer: number };
-  activation_bytes_per_sample: number;
-  bytes: number; // the estimate
-  measured_peak: number | null; // peak allocated over the baseline, bytes
-  error_pct: number | null; // (estimate - measured) / measured * 100
-}
-
 export interface OomReport {
   /** PyTorch's message, as torch.OutOfMemoryError prints it. */
   message: string;
@@ -96,7 +93,11 @@ export interface RunSummary {
   peaks: PhasePeak[];
   duration_ms: number;
   sim_time_ms: number | null;
-  estimate: Estimate;
+  /** model.parameters() summed, and those that train (fine-tuning freezes the rest). */
+  parameters: number;
+  trainable_parameters: number;
+  /** The attention backend the run modelled (transformers: "flash", "efficient"), else null. */
+  sdpa_backend: string | null;
   oom: OomReport | null;
   error: string | null;
   samples: number;
@@ -154,6 +155,26 @@ export interface RunErrorEvent {
   message: string;
 }
 
+/** A run's exact outcome computed before running it (run.predict). */
+export interface Prediction {
+  status: 'done' | 'oom' | 'cancelled' | 'error';
+  /** The simulated device it ran on ("sim:h100-80gb"; a CUDA card's own size for cuda:N). */
+  device: string;
+  /** Allocated before the model is built (the cuBLAS workspaces). */
+  baseline: number;
+  /** Peak allocated / reserved, absolute as in a run's summary (up to the OOM, for an OOM). */
+  peak_allocated: number;
+  peak_reserved: number;
+  capacity: number;
+  readings: Record<string, number>;
+  parameters: number;
+  trainable_parameters: number;
+  /** PyTorch's OOM message, or the engine's error. */
+  message: string | null;
+  /** Wall time of the simulation, ms. */
+  duration_ms: number;
+}
+
 export interface SweepResult {
   sweepId: string;
   param: string;
@@ -161,6 +182,9 @@ export interface SweepResult {
 }
 
 export interface FitProbe {
+  /** The searched parameter's value in this probe. */
+  value: number;
+  /** The probe's batch (the value itself when fitting the batch). */
   batch: number;
   ok: boolean;
   runId: string;
@@ -170,7 +194,11 @@ export interface FitProbe {
 
 export interface FitResult {
   fitId: string;
-  /** Largest batch that ran without OOM (0 when batch 1 does not fit). */
+  /** The parameter searched: batch, seq (model.seq) or new_tokens (generation length). */
+  param: string;
+  /** Largest value that ran without OOM (0 when the smallest does not fit). */
+  value: number;
+  /** The batch of that run: the answer when fitting the batch (0 when batch 1 does not fit). */
   batch: number;
   capacity: number;
   probes: FitProbe[];

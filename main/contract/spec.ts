@@ -1,65 +1,182 @@
 // The experiment spec: one JSON document describing a run, validated before anything
-// starts. Defaults are the parity protocol's (test/refs/README.md). Every rejection names
-// the field, the allowed values or range, and what was given.
+// starts and completed to the one full shape the engine reads (native/engine/spec/run_spec.h).
+// Fields, ranges and defaults come from the catalogue (main/contract/catalogue); this file
+// turns them into a schema. Every rejection names the field, the allowed values or range,
+// and what was given.
 import { z } from 'zod';
+import {
+  CACHES,
+  CHECKPOINT_MODES,
+  DEFAULT_DEVICE,
+  DEFAULT_MODEL_KIND,
+  DEFAULT_OPTIMIZER_KIND,
+  FAMILY_TABLE,
+  FINETUNE_FIELDS,
+  FINETUNE_METHODS,
+  LIMITS,
+  MODE_DEFAULTS,
+  MODEL_KINDS,
+  OPTIMIZER_KINDS,
+  OPTIMIZER_TABLE,
+  SPEC_FIELDS,
+  allowedText,
+  familyOf,
+  fillFields,
+  loraAlphaDefault,
+  optimizerOf,
+  type Field,
+  type Fields,
+  type FinetuneMethod,
+  type Issue,
+  type ModelInput,
+  type ModelSpec,
+  type OptimizerInput,
+  type OptimizerSpec,
+} from './catalogue';
+import { parseSize } from './units';
 
-export const LIMITS = {
-  features: 1 << 20, // in / hidden / out / dim
-  depth: 4096,
-  batch: 1 << 24,
-  iterations: 100_000,
-  accum: 4096,
-  capacityMin: 1 << 20, // 1 MiB
-  capacityMax: 2 ** 50, // 1 PiB
-} as const;
+export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND } from './catalogue';
+export { PRECISIONS, WEIGHTS, MODES, LOSSES } from './catalogue';
+export type { ModelSpec, OptimizerSpec, ModelKind, OptimizerKind } from './catalogue';
+export { parseSize } from './units';
+export const OPTIMIZERS = OPTIMIZER_KINDS;
 
-const intIn = (lo: number, hi: number) => {
-  const msg = `must be an integer from ${lo} to ${hi}`;
-  return z.number({ error: msg }).int({ error: msg }).min(lo, { error: msg }).max(hi, { error: msg });
+
+type SpecFields = typeof SPEC_FIELDS;
+type FieldValue<K extends keyof SpecFields> = SpecFields[K] extends { type: 'enum'; options: readonly { value: infer V }[] }
+  ? V
+  : SpecFields[K] extends { type: 'bool' }
+    ? boolean
+    : number;
+
+export type Checkpoint = (typeof CHECKPOINT_MODES)[number] | { every: number };
+export type FinetuneSpec =
+  | { method: 'full' }
+  | { method: 'freeze'; blocks: number }
+  | { method: 'lora'; rank: number; alpha: number; targets: string[] };
+export type FinetuneInput =
+  | { method: 'full' }
+  | { method: 'freeze'; blocks?: number }
+  | { method: 'lora'; rank?: number; alpha?: number; targets?: string[] };
+export interface ShapeStep {
+  batch: number;
+  seq: number;
+}
+
+/** A validated spec: every field present, in the order the engine's reader lists them. */
+export interface Spec {
+  model: ModelSpec;
+  batch: number;
+  iterations: number;
+  accum: number;
+  checkpoint: Checkpoint;
+  precision: FieldValue<'precision'>;
+  weights: FieldValue<'weights'>;
+  optimizer: OptimizerSpec;
+  set_to_none: boolean;
+  mode: FieldValue<'mode'>;
+  keep_loss_graph: boolean;
+  loss: FieldValue<'loss'>;
+  finetune: FinetuneSpec;
+  shapes: ShapeStep[] | null;
+  prompt: number;
+  new_tokens: number;
+  cache: FieldValue<'cache'>;
+  alloc_conf: string;
+  device: string;
+  capacity: number | null;
+  history: boolean;
+}
+
+/** A spec as written by a user: every key optional; optimizer may be just its kind. */
+export type SpecInput = {
+  [K in keyof SpecFields]?: FieldValue<K>;
+} & {
+  model?: ModelInput;
+  checkpoint?: Checkpoint;
+  optimizer?: OptimizerSpec['kind'] | OptimizerInput;
+  finetune?: FinetuneInput;
+  shapes?: ShapeStep[] | null;
+  alloc_conf?: string;
+  device?: string;
+  capacity?: number | string | null;
 };
-const oneOf = <T extends string>(values: readonly [T, ...T[]]) =>
-  z.enum(values, { error: `must be one of ${values.map((v) => `"${v}"`).join(', ')}` });
-const bool = () => z.boolean({ error: 'must be true or false' });
 
-const MlpModel = z.strictObject({
-  kind: z.literal('mlp'),
-  in: intIn(1, LIMITS.features).default(1024),
-  hidden: intIn(1, LIMITS.features).default(2048),
-  depth: intIn(1, LIMITS.depth).default(2),
-  out: intIn(1, LIMITS.features).default(10),
-});
-const ResidualModel = z.strictObject({
-  kind: z.literal('residual'),
-  dim: intIn(1, LIMITS.features).default(512),
-  depth: intIn(1, LIMITS.depth).default(20),
-});
-const Model = z.discriminatedUnion('kind', [MlpModel, ResidualModel], {
-  error: 'model.kind must be "mlp" or "residual"',
+// ---- field schemas from the catalogue's descriptions -------------------------------
+
+function zField(f: Field): z.ZodType {
+  const error = `must be ${allowedText(f)}`;
+  switch (f.type) {
+    case 'int':
+      return z.number({ error }).int({ error }).min(f.min, { error }).max(f.max, { error });
+    case 'number': {
+      const n = z.number({ error });
+      const lo = f.minExclusive ? n.gt(f.min, { error }) : n.gte(f.min, { error });
+      return f.maxExclusive ? lo.lt(f.max, { error }) : lo.lte(f.max, { error });
+    }
+    case 'bool':
+      return z.boolean({ error });
+    case 'enum':
+      return z.enum(f.options.map((o) => o.value) as [string, ...string[]], { error });
+  }
+}
+
+const optionalFields = (fields: Fields) => Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, zField(f).optional()]));
+const quoted = (xs: readonly string[]) => xs.map((x) => `"${x}"`).join(', ');
+const orList = (xs: readonly string[]) => (xs.length < 2 ? quoted(xs) : `${quoted(xs.slice(0, -1))} or "${xs[xs.length - 1]}"`);
+
+const Model = z.discriminatedUnion(
+  'kind',
+  MODEL_KINDS.map((k) => z.strictObject({ kind: z.literal(k), ...optionalFields(FAMILY_TABLE[k].fields) })) as unknown as [
+    z.ZodObject,
+    ...z.ZodObject[],
+  ],
+  { error: `model.kind must be ${orList(MODEL_KINDS)}` },
+);
+
+const OptimizerObject = z.discriminatedUnion(
+  'kind',
+  OPTIMIZER_KINDS.map((k) => z.strictObject({ kind: z.literal(k), ...optionalFields(OPTIMIZER_TABLE[k].fields) })) as unknown as [
+    z.ZodObject,
+    ...z.ZodObject[],
+  ],
+  { error: `optimizer.kind must be ${orList(OPTIMIZER_KINDS)}` },
+);
+const Optimizer = z.union([z.enum(OPTIMIZER_KINDS), OptimizerObject], {
+  error: `must be one of ${quoted(OPTIMIZER_KINDS)} or {"kind": ..., "lr": ..., "foreach": ...}`,
 });
 
-export const CHECKPOINT_MODES = ['none', 'block', 'sqrt'] as const;
-const Checkpoint = z.union([oneOf(CHECKPOINT_MODES), z.strictObject({ every: intIn(1, LIMITS.depth) })], {
-  error: 'must be "none", "block", "sqrt" or {"every": n} with n from 1 to ' + LIMITS.depth,
+const Checkpoint = z.union([z.enum(CHECKPOINT_MODES), z.strictObject({ every: zField({ type: 'int', min: 1, max: LIMITS.depth, default: 1, label: '', meaning: '' }) })], {
+  error: `must be ${quoted(CHECKPOINT_MODES)} or {"every": n} with n from 1 to ${LIMITS.depth}`,
 });
 
-export const OPTIMIZERS = ['none', 'sgd', 'adam', 'adamw'] as const;
-const lr = z.number({ error: 'must be a number > 0 and <= 10' }).gt(0, { error: 'must be > 0' }).lte(10, { error: 'must be <= 10' });
-const OptimizerObject = z.strictObject({
-  kind: oneOf(OPTIMIZERS),
-  lr: lr.optional(),
-  foreach: bool().optional(),
-  momentum: z.number({ error: 'must be a number in [0, 1)' }).gte(0, { error: 'must be >= 0' }).lt(1, { error: 'must be < 1' }).optional(),
-  weight_decay: z.number({ error: 'must be a number >= 0' }).gte(0, { error: 'must be >= 0' }).optional(),
-});
-const Optimizer = z
-  .union([oneOf(OPTIMIZERS), OptimizerObject], {
-    error: `must be one of ${OPTIMIZERS.map((o) => `"${o}"`).join(', ')} or {"kind": ..., "lr": ..., "foreach": ...}`,
-  })
-  .transform((o) => normalizeOptimizer(typeof o === 'string' ? { kind: o } : o));
+const F = FINETUNE_FIELDS;
+const Finetune = z.discriminatedUnion(
+  'method',
+  [
+    z.strictObject({ method: z.literal('full') }),
+    z.strictObject({ method: z.literal('freeze'), blocks: zField(F.blocks).optional() }),
+    z.strictObject({
+      method: z.literal('lora'),
+      rank: zField(F.rank).optional(),
+      alpha: zField(F.alpha).optional(),
+      targets: z.array(z.string({ error: 'must be a list of projection names' }), { error: 'must be a list of projection names' }).min(1, { error: 'must name at least one projection' }).max(16).optional(),
+    }),
+  ],
+  { error: `finetune.method must be ${orList(FINETUNE_METHODS.map((m) => m.value))}` },
+);
 
-export const PRECISIONS = ['fp32', 'tf32', 'fp16', 'bf16'] as const;
-export const MODES = ['train', 'inference', 'loss_accumulation'] as const;
-export const LOSSES = ['sum', 'mse', 'cross_entropy'] as const;
+const Shapes = z
+  .array(
+    z.strictObject({
+      batch: zField(SPEC_FIELDS.batch),
+      seq: zField({ type: 'int', min: 1, max: LIMITS.seq, default: 1, label: '', meaning: '' }),
+    }),
+    { error: 'must be null or a list of {"batch": b, "seq": t}' },
+  )
+  .min(1, { error: 'must list at least one {"batch", "seq"}' })
+  .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} steps` })
+  .nullable();
 
 // PYTORCH_CUDA_ALLOC_CONF keys PyTorch 2.11 accepts; values are checked by the native parser.
 const ALLOC_CONF_KEYS = [
@@ -107,62 +224,160 @@ const Capacity = z
     return Math.floor(bytes);
   });
 
+const S = SPEC_FIELDS;
 const SpecObject = z.strictObject({
-  model: Model.default({ kind: 'mlp', in: 1024, hidden: 2048, depth: 2, out: 10 }),
-  batch: intIn(1, LIMITS.batch).default(256),
-  iterations: intIn(1, LIMITS.iterations).default(2),
-  accum: intIn(1, LIMITS.accum).default(1),
-  checkpoint: Checkpoint.default('none'),
-  precision: oneOf(PRECISIONS).default('fp32'),
-  optimizer: Optimizer.default({ kind: 'adam', lr: 1e-3, foreach: true, momentum: 0, weight_decay: 0 }),
-  set_to_none: bool().default(true),
-  mode: oneOf(MODES).default('train'),
-  keep_loss_graph: bool().default(true),
-  loss: oneOf(LOSSES).default('sum'),
-  alloc_conf: AllocConf.default(''),
-  device: Device.default('sim:h100-80gb'),
-  capacity: Capacity.nullable().default(null),
-  history: bool().default(false),
+  model: Model.optional(),
+  batch: zField(S.batch).optional(),
+  iterations: zField(S.iterations).optional(),
+  accum: zField(S.accum).optional(),
+  checkpoint: Checkpoint.optional(),
+  precision: zField(S.precision).optional(),
+  weights: zField(S.weights).optional(),
+  optimizer: Optimizer.optional(),
+  set_to_none: zField(S.set_to_none).optional(),
+  mode: zField(S.mode).optional(),
+  keep_loss_graph: zField(S.keep_loss_graph).optional(),
+  loss: zField(S.loss).optional(),
+  finetune: Finetune.optional(),
+  shapes: Shapes.optional(),
+  prompt: zField(S.prompt).optional(),
+  new_tokens: zField(S.new_tokens).optional(),
+  cache: zField(S.cache).optional(),
+  alloc_conf: AllocConf.optional(),
+  device: Device.optional(),
+  capacity: Capacity.nullable().optional(),
+  history: zField(S.history).optional(),
 });
 
-export const SpecSchema = SpecObject.superRefine((spec, ctx) => {
-  if (spec.model.kind === 'mlp' && spec.checkpoint !== 'none')
-    ctx.addIssue({
-      code: 'custom',
-      path: ['checkpoint'],
-      message: 'checkpointing wraps the residual model\'s blocks: use "none" with model.kind "mlp"',
-    });
-  else if (typeof spec.checkpoint === 'object' && spec.checkpoint.every > spec.model.depth)
-    ctx.addIssue({
-      code: 'custom',
-      path: ['checkpoint', 'every'],
-      message: `must be at most model.depth (${spec.model.depth})`,
-      input: spec.checkpoint.every,
-    });
-});
+/** The keys a spec may have, in the engine's order. */
+export const SPEC_KEYS = Object.keys(SpecObject.shape) as (keyof Spec)[];
 
-/** A spec as written by a user: every key optional. */
-export type SpecInput = z.input<typeof SpecSchema>;
-/** A validated spec with every default filled in and the optimizer in object form. */
-export type Spec = z.output<typeof SpecSchema>;
-export type ModelSpec = Spec['model'];
-export type Checkpoint = Spec['checkpoint'];
-export interface OptimizerSpec {
-  kind: (typeof OPTIMIZERS)[number];
-  lr: number;
-  foreach: boolean;
-  momentum: number;
-  weight_decay: number;
+type Raw = z.output<typeof SpecObject>;
+
+export const SpecSchema = SpecObject.transform((raw, ctx) => {
+  const spec = complete(raw);
+  for (const issue of crossChecks(spec, raw)) ctx.addIssue({ code: 'custom', ...issue });
+  return spec;
+}) as unknown as z.ZodType<Spec, SpecInput>;
+
+/** Fills every default: the user's value, else the mode's, else the family's, else the spec's. */
+function complete(raw: Raw): Spec {
+  const kind = (raw.model?.kind ?? DEFAULT_MODEL_KIND) as ModelSpec['kind'];
+  const fam = familyOf(kind)!;
+  const mode = (raw.mode ?? S.mode.default) as Spec['mode'];
+  const modeDefaults: Record<string, number> = (MODE_DEFAULTS as Record<string, Record<string, number>>)[mode] ?? {};
+  const famDefaults = fam.specDefaults as Record<string, unknown>;
+  const pick = <K extends keyof SpecFields>(key: K): FieldValue<K> =>
+    ((raw as Record<string, unknown>)[key] ?? modeDefaults[key] ?? famDefaults[key] ?? S[key].default) as FieldValue<K>;
+  const model = { kind, ...fillFields(fam.fields, (raw.model ?? {}) as Record<string, unknown>) } as ModelSpec;
+  const shapes = raw.shapes ?? null;
+  return {
+    model,
+    batch: pick('batch'),
+    iterations: (raw.iterations as number | undefined) ?? (shapes ? shapes.length : pick('iterations')),
+    accum: pick('accum'),
+    checkpoint: (raw.checkpoint ?? 'none') as Checkpoint,
+    precision: pick('precision'),
+    weights: pick('weights'),
+    optimizer: completeOptimizer(raw.optimizer as Raw['optimizer']),
+    set_to_none: pick('set_to_none'),
+    mode,
+    keep_loss_graph: pick('keep_loss_graph'),
+    loss: pick('loss'),
+    finetune: completeFinetune(raw.finetune as FinetuneInput | undefined, model),
+    shapes: shapes as ShapeStep[] | null,
+    prompt: pick('prompt'),
+    new_tokens: pick('new_tokens'),
+    cache: pick('cache'),
+    alloc_conf: raw.alloc_conf ?? '',
+    device: raw.device ?? DEFAULT_DEVICE,
+    capacity: raw.capacity ?? null,
+    history: pick('history'),
+  };
 }
 
-function normalizeOptimizer(o: { kind: OptimizerSpec['kind']; lr?: number; foreach?: boolean; momentum?: number; weight_decay?: number }): OptimizerSpec {
-  return {
-    kind: o.kind,
-    lr: o.lr ?? 1e-3,
-    foreach: o.foreach ?? true,
-    momentum: o.momentum ?? 0,
-    weight_decay: o.weight_decay ?? (o.kind === 'adamw' ? 0.01 : 0),
-  };
+function completeOptimizer(o: Raw['optimizer']): OptimizerSpec {
+  const given = (typeof o === 'string' ? { kind: o } : (o ?? { kind: DEFAULT_OPTIMIZER_KIND })) as { kind: string };
+  const desc = optimizerOf(given.kind)!;
+  return { kind: given.kind, ...fillFields(desc.fields, given as Record<string, unknown>) } as OptimizerSpec;
+}
+
+function completeFinetune(f: FinetuneInput | undefined, model: ModelSpec): FinetuneSpec {
+  const method: FinetuneMethod = f?.method ?? 'full';
+  if (method === 'freeze') return { method, blocks: (f as { blocks?: number }).blocks ?? F.blocks.default };
+  if (method === 'lora') {
+    const l = f as { rank?: number; alpha?: number; targets?: string[] };
+    const rank = l.rank ?? F.rank.default;
+    return { method, rank, alpha: l.alpha ?? loraAlphaDefault(rank), targets: l.targets ?? [...familyOf(model.kind)!.loraDefaultTargets] };
+  }
+  return { method: 'full' };
+}
+
+/** Rules between fields, checked on the completed spec. */
+function crossChecks(spec: Spec, raw: Raw): Issue[] {
+  const m = spec.model;
+  const fam = familyOf(m.kind)!;
+  const issues: Issue[] = [...fam.check(m as unknown as Record<string, number>)];
+  issues.push(...optimizerOf(spec.optimizer.kind)!.check(spec.optimizer as unknown as Record<string, number>));
+  const depth = (m as { depth: number }).depth;
+  const seq = (m as { seq?: number }).seq;
+  const blockKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].blocks);
+  const tokenKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].transformer);
+
+  if (spec.checkpoint !== 'none' && !fam.blocks)
+    issues.push({
+      path: ['checkpoint'],
+      message: `checkpointing wraps a model's blocks: use "none" with model.kind "${m.kind}" (models with blocks: ${blockKinds.join(', ')})`,
+      input: spec.checkpoint,
+    });
+  else if (typeof spec.checkpoint === 'object' && spec.checkpoint.every > depth)
+    issues.push({ path: ['checkpoint', 'every'], message: `must be at most model.depth (${depth})`, input: spec.checkpoint.every });
+
+  if (!fam.losses.includes(spec.loss))
+    issues.push({ path: ['loss'], message: `must be ${orList(fam.losses)} with model.kind "${m.kind}"`, input: spec.loss });
+
+  const ft = spec.finetune;
+  if (ft.method !== 'full' && !fam.transformer)
+    issues.push({ path: ['finetune', 'method'], message: `fine-tuning applies to the transformer families (${tokenKinds.join(', ')}): use "full" with model.kind "${m.kind}"`, input: ft.method });
+  else if (ft.method === 'freeze' && ft.blocks > depth)
+    issues.push({ path: ['finetune', 'blocks'], message: `must be at most model.depth (${depth})`, input: ft.blocks });
+  else if (ft.method === 'lora') {
+    const allowed = fam.loraTargets.map((t) => t.value);
+    ft.targets.forEach((t, i) => {
+      if (!allowed.includes(t))
+        issues.push({ path: ['finetune', 'targets', i], message: `must be one of ${quoted(allowed)} for model.kind "${m.kind}"`, input: t });
+      else if (ft.targets.indexOf(t) !== i) issues.push({ path: ['finetune', 'targets', i], message: 'names a projection twice', input: t });
+    });
+  }
+
+  if (spec.mode === 'generate') {
+    if (!fam.transformer)
+      issues.push({ path: ['mode'], message: `"generate" needs a transformer family (${tokenKinds.join(', ')}); model.kind is "${m.kind}"`, input: 'generate' });
+    else {
+      if (spec.prompt < 1) issues.push({ path: ['prompt'], message: 'must be at least 1 in mode "generate"', input: spec.prompt });
+      if (spec.new_tokens < 1) issues.push({ path: ['new_tokens'], message: 'must be at least 1 in mode "generate"', input: spec.new_tokens });
+      if (seq !== undefined && spec.prompt + spec.new_tokens > seq)
+        issues.push({
+          path: ['new_tokens'],
+          message: `prompt + new_tokens must be at most model.seq (${seq}); prompt ${spec.prompt} + new_tokens ${spec.new_tokens} = ${spec.prompt + spec.new_tokens}`,
+          input: spec.new_tokens,
+        });
+    }
+  }
+
+  if (spec.shapes) {
+    if (!fam.transformer)
+      issues.push({ path: ['shapes'], message: `per-iteration shapes apply to the transformer families (${tokenKinds.join(', ')}); use null with model.kind "${m.kind}"` });
+    else if (spec.mode !== 'train') issues.push({ path: ['shapes'], message: 'per-iteration shapes apply to mode "train" only', input: spec.mode });
+    else {
+      spec.shapes.forEach((s, i) => {
+        if (seq !== undefined && s.seq > seq) issues.push({ path: ['shapes', i, 'seq'], message: `must be at most model.seq (${seq})`, input: s.seq });
+      });
+      if (raw.iterations !== undefined && raw.iterations !== spec.shapes.length)
+        issues.push({ path: ['iterations'], message: `must equal the number of shapes (${spec.shapes.length}): one iteration per shape`, input: raw.iterations });
+    }
+  }
+  return issues;
 }
 
 /** Thrown for a spec that fails validation; `issues` holds one line per bad field. */
@@ -178,7 +393,7 @@ export type SpecResult = { ok: true; spec: Spec } | { ok: false; issues: string[
 export function checkSpec(input: unknown): SpecResult {
   const res = SpecSchema.safeParse(input === undefined ? {} : input, { reportInput: true });
   if (res.success) return { ok: true, spec: res.data };
-  return { ok: false, issues: res.error.issues.slice(0, 8).map(describeIssue) };
+  return { ok: false, issues: res.error.issues.flatMap(expandUnion).slice(0, 8).map(describeIssue) };
 }
 
 /** Validates and fills defaults; throws SpecError naming each bad field. */
@@ -188,24 +403,37 @@ export function parseSpec(input: unknown): Spec {
   return res.spec;
 }
 
+/** An object given for "kind string or {kind, ...}" fails inside the object: report those issues. */
+function expandUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || !issue.input || typeof issue.input !== 'object') return [issue];
+  const inner = issue.errors.find((errs) => errs.length && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message)));
+  if (!inner) return [issue];
+  return inner.map((e) => ({ ...e, path: [...issue.path, ...e.path] }) as z.core.$ZodIssue).flatMap(expandUnion);
+}
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = issue.path.length ? issue.path.join('.') : 'spec';
   if (issue.code === 'unrecognized_keys')
     return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}${
-      issue.path.length === 0 ? ` (allowed: ${Object.keys(SpecObject.shape).join(', ')})` : ''
+      issue.path.length === 0 ? ` (allowed: ${SPEC_KEYS.join(', ')})` : ''
     }`;
+  // A discriminated union's message names its key ("model.kind must be ..."): add what was given.
+  const disc = /^([a-z_]+)\.([a-z_]+) must be/.exec(issue.message);
+  if (disc) return `${issue.message}${discriminatorGot(issue, disc[2])}`;
   let got = '';
-  if ('input' in issue && issue.input !== undefined && issue.code !== 'invalid_union' && typeof issue.input !== 'object')
-    got = issue.message.includes(JSON.stringify(issue.input)) ? '' : ` (got ${JSON.stringify(issue.input)})`;
-  else if (issue.input === undefined && issue.code === 'invalid_type') got = ' (missing)';
-  // The discriminated union's message already names model.kind.
-  if (issue.message.startsWith('model.kind')) return `${issue.message}${kindGot(issue)}`;
+  const input = 'input' in issue ? issue.input : undefined;
+  const scalar = input === null || (input !== undefined && typeof input !== 'object');
+  // A message that already quotes a string it was given ("20XB" is not a size) needs no "(got ...)".
+  const quotes = typeof input === 'string' && issue.message.includes(JSON.stringify(input));
+  if ((scalar && issue.code !== 'invalid_union' && !quotes) || (issue.code === 'custom' && input !== undefined && !scalar))
+    got = ` (got ${JSON.stringify(input)})`;
+  else if (input === undefined && issue.code === 'invalid_type') got = ' (missing)';
   return `${where}: ${issue.message}${got}`;
 }
 
-function kindGot(issue: z.core.$ZodIssue): string {
+function discriminatorGot(issue: z.core.$ZodIssue, key: string): string {
   const input = (issue as { input?: unknown }).input;
-  if (input && typeof input === 'object' && 'kind' in input) return ` (got ${JSON.stringify((input as { kind: unknown }).kind)})`;
+  if (input && typeof input === 'object' && key in input) return ` (got ${JSON.stringify((input as Record<string, unknown>)[key])})`;
   return ' (missing)';
 }
 
@@ -231,44 +459,9 @@ function allocConfKeys(conf: string): string[] {
   return keys;
 }
 
-const UNITS: Record<string, number> = {
-  b: 1,
-  kb: 1e3,
-  mb: 1e6,
-  gb: 1e9,
-  tb: 1e12,
-  kib: 2 ** 10,
-  mib: 2 ** 20,
-  gib: 2 ** 30,
-  tib: 2 ** 40,
-};
-
-/** "20GiB", "1.5 GB", "512MiB", "1048576" → bytes; null when the unit is unknown. */
-export function parseSize(text: string): number | null {
-  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$/.exec(text);
-  if (!m) return null;
-  const unit = (m[2] || 'b').toLowerCase();
-  const mult = UNITS[unit];
-  if (mult === undefined) return null;
-  return Number(m[1]) * mult;
-}
-
 /** A short label for tables and CSV: "none", "block", "sqrt", "every:4". */
 export function checkpointLabel(c: Checkpoint): string {
   return typeof c === 'string' ? c : `every:${c.every}`;
 }
 
-/** The spec keys a sweep may vary, and where each lives. */
-export const SWEEP_PARAMS = ['batch', 'depth', 'checkpoint', 'precision', 'optimizer', 'accum', 'iterations', 'hidden', 'dim', 'mode'] as const;
-export type SweepParam = (typeof SWEEP_PARAMS)[number];
-
-/** The raw input spec with one parameter set (model keys go inside model). */
-export function withParam(input: SpecInput, param: SweepParam, value: unknown): SpecInput {
-  const copy: Record<string, unknown> = { ...(input as Record<string, unknown>) };
-  if (param === 'depth' || param === 'hidden' || param === 'dim') {
-    const model = { ...((copy.model as Record<string, unknown> | undefined) ?? { kind: 'mlp' }) };
-    model[param] = value;
-    copy.model = model;
-  } else copy[param] = value;
-  return copy as SpecInput;
-}
+export { SWEEP_PARAMS, FIT_PARAMS, withParam, paramValue, type SweepParam, type FitParam } from './sweep_params';

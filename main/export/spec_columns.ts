@@ -1,51 +1,73 @@
-// A spec flattened to named columns, for summary tables and CSV.
+// A spec flattened to named columns, for summary tables and CSV. Model and optimizer columns
+// come from the catalogue: model_<field> for every family's fields, optimizer_<field> for
+// every optimizer's; a field the run's family or optimizer lacks is empty.
 import { checkpointLabel, type Spec } from '../contract/spec';
+import { families, fieldNames, optimizers } from '../contract/catalogue';
 
-export const SPEC_COLUMNS = [
+type Cell = string | number | boolean | null;
+
+const MODEL_FIELDS = fieldNames(families());
+const OPTIMIZER_FIELDS = fieldNames(optimizers());
+
+export const SPEC_COLUMNS: readonly string[] = [
   'model',
-  'model_in',
-  'model_hidden',
-  'model_out',
-  'model_dim',
-  'model_depth',
+  ...MODEL_FIELDS.map((f) => `model_${f}`),
   'batch',
   'iterations',
   'accum',
   'checkpoint',
   'precision',
+  'weights',
   'optimizer',
-  'optimizer_lr',
-  'optimizer_foreach',
+  ...OPTIMIZER_FIELDS.map((f) => `optimizer_${f}`),
   'set_to_none',
   'mode',
   'keep_loss_graph',
   'loss',
+  'finetune',
+  'finetune_blocks',
+  'finetune_rank',
+  'finetune_alpha',
+  'finetune_targets',
+  'shapes',
+  'prompt',
+  'new_tokens',
+  'cache',
   'alloc_conf',
   'device',
   'capacity_bytes',
-] as const;
+];
 
-export function specColumns(spec: Spec): Record<(typeof SPEC_COLUMNS)[number], string | number | boolean | null> {
-  const m = spec.model;
+/** Runs stored before a field existed lack it: those cells are empty. */
+export function specColumns(stored: Spec): Record<string, Cell> {
+  const spec = { ...stored, finetune: stored.finetune ?? { method: 'full' } };
+  const model = spec.model as unknown as Record<string, Cell>;
+  const opt = spec.optimizer as unknown as Record<string, Cell>;
+  const ft = spec.finetune as { method: string; blocks?: number; rank?: number; alpha?: number; targets?: string[] };
   return {
-    model: m.kind,
-    model_in: m.kind === 'mlp' ? m.in : null,
-    model_hidden: m.kind === 'mlp' ? m.hidden : null,
-    model_out: m.kind === 'mlp' ? m.out : null,
-    model_dim: m.kind === 'residual' ? m.dim : null,
-    model_depth: m.depth,
+    model: spec.model.kind,
+    ...Object.fromEntries(MODEL_FIELDS.map((f) => [`model_${f}`, model[f] ?? null])),
     batch: spec.batch,
     iterations: spec.iterations,
     accum: spec.accum,
     checkpoint: checkpointLabel(spec.checkpoint),
     precision: spec.precision,
+    weights: spec.weights ?? null,
     optimizer: spec.optimizer.kind,
-    optimizer_lr: spec.optimizer.lr,
-    optimizer_foreach: spec.optimizer.foreach,
+    ...Object.fromEntries(OPTIMIZER_FIELDS.map((f) => [`optimizer_${f}`, opt[f] ?? null])),
     set_to_none: spec.set_to_none,
     mode: spec.mode,
     keep_loss_graph: spec.keep_loss_graph,
     loss: spec.loss,
+    finetune: ft.method,
+    finetune_blocks: ft.blocks ?? null,
+    finetune_rank: ft.rank ?? null,
+    finetune_alpha: ft.alpha ?? null,
+    finetune_targets: ft.targets ? ft.targets.join('+') : null,
+    shapes: spec.shapes ? spec.shapes.map((s) => `${s.batch}x${s.seq}`).join(' ') : null,
+    prompt: spec.prompt ?? null,
+    new_tokens: spec.new_tokens ?? null,
+    cache: spec.cache ?? null,
     alloc_conf: spec.alloc_conf,
     device: spec.device,
     capacity_bytes: spec.capacity,

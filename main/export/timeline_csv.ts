@@ -1,6 +1,6 @@
 // A run's timeline as CSV: one row per memory sample, bytes per category.
 import { CATEGORIES, type RunRecord } from '../contract/runs';
-import { annotate } from '../runner/phases';
+import { annotate } from '../contract/phases';
 import { toCsv, type Cell } from './csv';
 
 export const TIMELINE_COLUMNS = [

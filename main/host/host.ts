@@ -1,11 +1,15 @@
 // The host owns the native addon and answers the contract's methods. Both transports
 // (Electron IPC, WebSocket) hand it raw messages; it validates, dispatches, and never throws.
 import { EventEmitter } from 'node:events';
-import { RequestSchema, methods, type MethodName, type Response, type EventMessage } from '../contract';
+import { RequestSchema, methods, type MethodInput, type MethodName, type MethodResults, type Response, type EventMessage } from '../contract';
 import type { NativeAddon } from '../addon/types';
 import { describeError } from './errors';
 
-export type Handler = (params: unknown, ctx: HostContext) => unknown | Promise<unknown>;
+/** A method's handler: its params as the contract's schema outputs them, its result as the contract types it. */
+export type Handler<M extends MethodName = MethodName> = (
+  params: MethodInput<M>,
+  ctx: HostContext,
+) => MethodResults[M] | Promise<MethodResults[M]>;
 
 export interface HostContext {
   host: Host;
@@ -14,7 +18,7 @@ export interface HostContext {
 
 export class Host {
   readonly events = new EventEmitter();
-  private readonly handlers = new Map<string, Handler>();
+  private readonly handlers = new Map<string, (params: unknown, ctx: HostContext) => unknown>();
 
   constructor(readonly native: NativeAddon) {
     this.events.setMaxListeners(100);
@@ -57,8 +61,8 @@ export class Host {
     this.events.removeAllListeners();
   }
 
-  register(method: string, handler: Handler): void {
-    this.handlers.set(method, handler);
+  register<M extends MethodName>(method: M, handler: Handler<M>): void {
+    this.handlers.set(method, handler as (params: unknown, ctx: HostContext) => unknown);
   }
 
   emit(event: string, data: unknown): void {

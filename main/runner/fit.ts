@@ -1,15 +1,18 @@
-// "fit": the largest batch that completes without OOM under the device's capacity (or
-// the spec's), by doubling from the spec's batch until a run fails, then bisecting.
-// Memory grows with batch, so the fits form a prefix of the batch sizes.
+// "fit": the largest batch, sequence length or generation length that completes without OOM
+// under the device's capacity (or the spec's), by doubling from the spec's value until a
+// run fails, then bisecting. Memory grows with each of them, so the fits form a prefix.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
-import { LIMITS, parseSpec, type SpecInput } from '../contract/spec';
+import { LIMITS, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
-import type { Spec } from '../contract/spec';
 
 export interface FitOptions {
-  /** Largest batch to try (default: the schema's limit). */
+  /** What to search (default: batch). */
+  param?: FitParam;
+  /** Largest value to try (default: the parameter's limit). */
+  max?: number;
+  /** Same as max for param batch (older callers). */
   maxBatch?: number;
   onProbe?: (probe: FitProbe) => void;
   onRunStarted?: (run: StartedRun) => void;
@@ -24,61 +27,76 @@ export class FitCancelled extends Error {
   }
 }
 
+/** The largest value a parameter can take for this spec (new_tokens: what model.seq leaves after the prompt). */
+export function fitLimit(spec: Spec, param: FitParam): number {
+  if (param === 'batch') return LIMITS.batch;
+  const seq = (spec.model as { seq?: number }).seq;
+  if (seq === undefined) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
+  if (param === 'seq') return LIMITS.seq;
+  if (spec.mode !== 'generate') throw new Error('fit: new_tokens applies to mode "generate"');
+  return seq - spec.prompt;
+}
+
 export async function runFit(manager: RunManager, base: unknown, deviceTotal: number, opts: FitOptions = {}): Promise<FitResult> {
   const spec = parseSpec(base);
-  const maxBatch = Math.min(opts.maxBatch ?? LIMITS.batch, LIMITS.batch);
-  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new Error(`fit: max batch must be an integer from 1 to ${LIMITS.batch}`);
+  const param: FitParam = opts.param ?? 'batch';
+  const limit = fitLimit(spec, param);
+  const max = Math.min(opts.max ?? opts.maxBatch ?? limit, limit);
+  if (!Number.isInteger(max) || max < 1) throw new Error(`fit: the largest ${param} to try must be an integer from 1 to ${limit}`);
   const fitId = `fit-${randomBytes(4).toString('hex')}`;
   const probes: FitProbe[] = [];
   const tried = new Map<number, boolean>();
 
-  const probe = async (batch: number): Promise<boolean> => {
-    const known = tried.get(batch);
+  const probe = async (value: number): Promise<boolean> => {
+    const known = tried.get(value);
     if (known !== undefined) return known;
     if (opts.signal?.cancelled) throw new FitCancelled();
-    const input = { ...(base as SpecInput), batch } as SpecInput;
+    const input = withParam(base as SpecInput, param, value);
+    const probeSpec = parseSpec(input);
     const run = await manager.start(input, {
-      job: opts.jobFor?.(parseSpec(input)),
-      group: { kind: 'fit', id: fitId, index: probes.length, param: 'batch', value: batch },
-      name: `fit batch=${batch}`,
+      job: opts.jobFor?.(probeSpec),
+      group: { kind: 'fit', id: fitId, index: probes.length, param, value },
+      name: `fit ${param}=${value}`,
     });
     opts.onRunStarted?.(run);
     const meta = await run.done;
     if (meta.status === 'cancelled') throw new FitCancelled();
     if (meta.status === 'error' || meta.status === 'interrupted')
-      throw new Error(`fit: the run at batch ${batch} failed: ${meta.summary?.error ?? meta.status}`);
+      throw new Error(`fit: the run at ${param} ${value} failed: ${meta.summary?.error ?? meta.status}`);
     const ok = meta.status === 'done';
     const p: FitProbe = {
-      batch,
+      value,
+      batch: probeSpec.batch,
       ok,
       runId: meta.id,
       peak_allocated: meta.summary?.peak_allocated ?? 0,
       peak_reserved: meta.summary?.peak_reserved ?? 0,
     };
     probes.push(p);
-    tried.set(batch, ok);
+    tried.set(value, ok);
     opts.onProbe?.(p);
     return ok;
   };
 
-  let lo = 0; // largest batch known to fit
-  let hi = maxBatch + 1; // smallest batch known not to fit
-  let b = Math.min(spec.batch, maxBatch);
-  if (await probe(b)) {
-    lo = b;
-    while (lo < maxBatch) {
-      b = Math.min(lo * 2, maxBatch);
-      if (await probe(b)) lo = b;
+  let lo = 0; // largest value known to fit
+  let hi = max + 1; // smallest value known not to fit
+  let v = Math.min(Number(paramValue(spec as unknown as SpecInput, param)) || 1, max);
+  if (await probe(v)) {
+    lo = v;
+    while (lo < max) {
+      v = Math.min(lo * 2, max);
+      if (await probe(v)) lo = v;
       else {
-        hi = b;
+        hi = v;
         break;
       }
     }
-  } else hi = b;
+  } else hi = v;
   while (hi - lo > 1) {
     const mid = Math.floor((lo + hi) / 2);
     if (await probe(mid)) lo = mid;
     else hi = mid;
   }
-  return { fitId, batch: lo, capacity: spec.capacity ?? deviceTotal, probes };
+  const best = probes.find((p) => p.value === lo && p.ok);
+  return { fitId, param, value: lo, batch: best?.batch ?? 0, capacity: spec.capacity ?? deviceTotal, probes };
 }

@@ -9,7 +9,6 @@ import type { RunWriter } from '../store/writer';
 import { describeError } from '../host/errors';
 import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
-import { toNativeJob } from './native_job';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
@@ -50,9 +49,8 @@ export class RunManager {
   /** Throws (SpecError, or the native side's refusal) before anything runs. */
   async start(specInput: unknown, opts: StartOptions = {}): Promise<StartedRun> {
     const spec = parseSpec(specInput);
-    const startRun = this.native.startRun;
-    if (typeof startRun !== 'function') throw new Error('this build of the native addon has no runner (startRun missing)');
-    const job = opts.job ?? toNativeJob(spec);
+    // The validated spec goes to the engine as it is; a sample every allocation feeds the chart.
+    const job: NativeJob = opts.job ?? { kind: 'experiment', spec, options: { sample_every: 1 } };
     const writer = await this.store.create(spec, { name: opts.name, group: opts.group });
     const runId = writer.id;
     const tracker = new PeakTracker();
@@ -104,7 +102,7 @@ export class RunManager {
 
     this.active.set(runId, entry);
     try {
-      entry.handle = startRun.call(this.native, job, onWake);
+      entry.handle = this.native.startRun(job, onWake);
     } catch (err) {
       // The native side refused the job: no run happened, so none is kept.
       this.active.delete(runId);

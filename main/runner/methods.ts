@@ -2,15 +2,14 @@
 // opens on first use, so a host that never runs an experiment never touches the disk.
 import type { Host } from '../host/host';
 import type { NativeAddon } from '../addon/types';
-import type { ExportedFile, RunResults } from '../contract/run_methods';
 import type { RunMeta } from '../contract/runs';
-import type { Spec, SweepParam } from '../contract/spec';
 import { RunStore } from '../store/store';
 import { compareRows } from '../store/compare';
 import { timelineCsv } from '../export/timeline_csv';
 import { summaryCsv } from '../export/summary_csv';
 import { runJson, runsJson } from '../export/json';
 import { RunManager } from './manager';
+import { Predictor } from './predict';
 import { runSweep } from './sweep';
 import { runFit } from './fit';
 import { deviceTotal } from './device_total';
@@ -24,9 +23,13 @@ export interface RunMethodsOptions {
 export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
   let opening: Promise<RunManager> | null = null;
   let opened: RunManager | null = null;
+  const predictor = new Predictor(native);
   // Closing the window or quitting stops every run (its record is finished as cancelled);
   // a process killed outright leaves runs the store marks interrupted on the next open.
-  host.onDispose(() => opened?.cancelAll());
+  host.onDispose(() => {
+    opened?.cancelAll();
+    predictor.cancelAll();
+  });
   const manager = () =>
     (opening ??= RunStore.open(opts.home).then(
       (store) =>
@@ -47,51 +50,35 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     ));
   const store = async () => (await manager()).store;
 
-  host.register('run.start', async (p): Promise<RunResults['run.start']> => {
-    const { spec, name } = p as { spec: Spec; name?: string };
-    const run = await (await manager()).start(spec, { name });
-    return { runId: run.runId };
-  });
-  host.register('run.cancel', async (p): Promise<RunResults['run.cancel']> => ({
-    cancelled: (await manager()).cancel((p as { runId: string }).runId),
-  }));
-  host.register('runs.list', async (p): Promise<RunMeta[]> => {
-    const group = (p as { group?: string } | undefined)?.group;
+  host.register('run.start', async ({ spec, name }) => ({ runId: (await (await manager()).start(spec, { name })).runId }));
+  host.register('run.cancel', async ({ runId }) => ({ cancelled: (await manager()).cancel(runId) }));
+  host.register('run.predict', ({ spec, channel }) => predictor.predict(spec, channel));
+  host.register('runs.list', async (p) => {
     const all = await (await store()).list();
-    return group ? all.filter((m) => m.group?.id === group) : all;
+    return p?.group ? all.filter((m) => m.group?.id === p.group) : all;
   });
-  host.register('runs.get', async (p) => (await store()).get((p as { id: string }).id));
-  host.register('runs.rename', async (p) => {
-    const { id, name } = p as { id: string; name: string };
-    return (await store()).rename(id, name);
-  });
-  host.register('runs.delete', async (p): Promise<RunResults['runs.delete']> => {
-    const id = (p as { id: string }).id;
+  host.register('runs.get', async ({ id }) => (await store()).get(id));
+  host.register('runs.rename', async ({ id, name }) => (await store()).rename(id, name));
+  host.register('runs.delete', async ({ id }) => {
     (await manager()).cancel(id);
     await (await store()).delete(id);
-    return { deleted: true };
+    return { deleted: true as const };
   });
-  host.register('runs.compare', async (p) => compareRows(await metas(await store(), (p as { ids: string[] }).ids)));
-  host.register('runs.exportCsv', async (p): Promise<ExportedFile> => {
-    const { id, ids } = p as { id?: string; ids?: string[] };
+  host.register('runs.compare', async ({ ids }) => compareRows(await metas(await store(), ids)));
+  host.register('runs.exportCsv', async ({ id, ids }) => {
     const s = await store();
-    if (id) return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv', content: timelineCsv(await s.get(id)) };
-    return { filename: 'vramlab-runs.csv', mime: 'text/csv', content: summaryCsv(await metas(s, ids!)) };
+    if (id) return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv' as const, content: timelineCsv(await s.get(id)) };
+    return { filename: 'vramlab-runs.csv', mime: 'text/csv' as const, content: summaryCsv(await metas(s, ids ?? [])) };
   });
-  host.register('runs.exportJson', async (p): Promise<ExportedFile> => {
-    const { id, ids } = p as { id?: string; ids?: string[] };
+  host.register('runs.exportJson', async ({ id, ids }) => {
     const s = await store();
-    if (id) return { filename: `vramlab-${id}.json`, mime: 'application/json', content: runJson(await s.get(id)) };
-    return { filename: 'vramlab-runs.json', mime: 'application/json', content: runsJson(await metas(s, ids!)) };
+    if (id) return { filename: `vramlab-${id}.json`, mime: 'application/json' as const, content: runJson(await s.get(id)) };
+    return { filename: 'vramlab-runs.json', mime: 'application/json' as const, content: runsJson(await metas(s, ids ?? [])) };
   });
-  host.register('sweep.start', async (p) => {
-    const { spec, param, values } = p as { spec: Spec; param: SweepParam; values: unknown[] };
-    return runSweep(await manager(), spec, param, values);
-  });
-  host.register('fit.start', async (p) => {
-    const { spec, maxBatch } = p as { spec: Spec; maxBatch?: number };
-    return runFit(await manager(), spec, deviceTotal(native, spec.device), { maxBatch });
-  });
+  host.register('sweep.start', async ({ spec, param, values }) => runSweep(await manager(), spec, param, values));
+  host.register('fit.start', async ({ spec, param, max, maxBatch }) =>
+    runFit(await manager(), spec, deviceTotal(native, spec.device), { param, max: max ?? maxBatch }),
+  );
   return { manager };
 }
 

@@ -1,10 +1,9 @@
 // Folds a run's stream into its summary: peak per phase (tracked as samples arrive, so
-// the timeline need not stay in memory), then readings, estimate and OOM diagnosis.
+// the timeline need not stay in memory), then readings, parameter counts and OOM diagnosis.
 import type { MemorySample, PhasePeak, RunEvent, RunStatus, RunSummary } from '../contract/runs';
 import type { Spec } from '../contract/spec';
 import type { NativeOutcome } from '../addon/types';
-import { PhaseTracker } from './phases';
-import { estimate } from './estimate';
+import { PhaseTracker } from '../contract/phases';
 import { diagnoseOom } from './diagnose';
 
 export class PeakTracker {
@@ -59,7 +58,6 @@ export class PeakTracker {
 export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTracker): RunSummary {
   const peakAllocated = Math.max(outcome.peak_allocated, tracker.peakAllocated);
   const peakReserved = Math.max(outcome.peak_reserved, tracker.peakReserved);
-  const measured = peakAllocated > 0 ? peakAllocated - outcome.baseline : null;
   const status: RunStatus = outcome.status;
   return {
     status,
@@ -70,7 +68,9 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     peaks: tracker.list(),
     duration_ms: Math.round(outcome.duration_ms * 1000) / 1000,
     sim_time_ms: outcome.sim_time_ms,
-    estimate: estimate(spec, status === 'done' ? measured : null),
+    parameters: outcome.num_parameters,
+    trainable_parameters: outcome.trainable_parameters,
+    sdpa_backend: outcome.sdpa_backend,
     oom: outcome.oom ? diagnoseOom(outcome.oom, spec) : null,
     error: outcome.error,
     samples: tracker.samples,

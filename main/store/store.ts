@@ -10,6 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { MemorySample, RunEvent, RunGroup, RunMeta, RunRecord, RunStatus, RunSummary } from '../contract/runs';
 import type { Spec } from '../contract/spec';
+import { modelName } from '../contract/catalogue';
 import { readJson, syncDir, TMP_MARK, writeJsonAtomic } from './atomic';
 import { RunWriter } from './writer';
 
@@ -170,9 +171,7 @@ function sanitizeName(name: string | undefined): string {
 }
 
 function defaultName(spec: Spec): string {
-  const m = spec.model;
-  const shape = m.kind === 'mlp' ? `mlp ${m.in}-${m.hidden}x${m.depth}-${m.out}` : `residual ${m.dim}x${m.depth}`;
-  return `${shape} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
+  return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
 }
 
 function isAlive(pid: number): boolean {

@@ -1,4 +1,4 @@
-// Engine bindings: runProtocol (the parity protocol, synchronous), runSeedExample,
+// Engine bindings: runExperiment (one experiment, synchronous), runSeedExample,
 // and a small Session class for the tensor playground.
 #include <map>
 #include <memory>
@@ -6,12 +6,13 @@
 #include <string>
 
 #include "addon/bindings.h"
+#include "addon/js_value.h"
 #include "allocator/caching_allocator.h"
 #include "engine/backends/allocator_memory.h"
 #include "engine/backends/backend.h"
 #include "engine/core/context.h"
 #include "engine/ops/ops.h"
-#include "engine/protocol.h"
+#include "engine/experiment/experiment.h"
 
 namespace vramlab::addon {
 
@@ -19,112 +20,7 @@ namespace {
 
 using namespace vramlab::engine;
 
-std::string str_field(const Napi::Object& o, const char* k, const std::string& def) {
-  if (!o.Has(k) || o.Get(k).IsUndefined()) return def;
-  auto v = o.Get(k);
-  if (!v.IsString()) throw Napi::TypeError::New(o.Env(), std::string("config.") + k + " must be a string");
-  return v.As<Napi::String>().Utf8Value();
-}
-
-double num_field(const Napi::Object& o, const char* k, double def) {
-  if (!o.Has(k) || o.Get(k).IsUndefined()) return def;
-  auto v = o.Get(k);
-  if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string("config.") + k + " must be a number");
-  return v.As<Napi::Number>().DoubleValue();
-}
-
-bool bool_field(const Napi::Object& o, const char* k, bool def) {
-  if (!o.Has(k) || o.Get(k).IsUndefined()) return def;
-  auto v = o.Get(k);
-  if (!v.IsBoolean()) throw Napi::TypeError::New(o.Env(), std::string("config.") + k + " must be a boolean");
-  return v.As<Napi::Boolean>().Value();
-}
-
-// A runProtocol option under its spec name (snake_case, as main/contract/spec.ts and
-// bench/torch/protocol.py spell it) or its camelCase alias; both set is an error.
-const char* pick_key(const Napi::Object& o, const char* snake, const char* camel) {
-  bool hs = o.Has(snake) && !o.Get(snake).IsUndefined();
-  bool hc = camel && o.Has(camel) && !o.Get(camel).IsUndefined();
-  if (hs && hc)
-    throw Napi::TypeError::New(o.Env(), std::string("config.") + snake + " and config." + camel +
-                                            " are the same option; give one");
-  return hc ? camel : snake;
-}
-
-struct KeySpec {
-  const char* snake;
-  const char* camel;
-};
-// Every option runProtocol reads; anything else is a typo worth an error (a silently
-// ignored set_to_none or keep_loss_graph changes every reading after it).
-constexpr KeySpec kProtocolKeys[] = {
-    {"model", nullptr},        {"in", nullptr},           {"hidden", nullptr},
-    {"out", nullptr},          {"dim", nullptr},          {"depth", nullptr},
-    {"batch", nullptr},        {"iterations", nullptr},   {"accum", nullptr},
-    {"checkpoint", "ckpt"},    {"checkpoint_k", "checkpointK"}, {"precision", nullptr},
-    {"optimizer", "opt"},      {"lr", nullptr},           {"momentum", nullptr},
-    {"weight_decay", "weightDecay"}, {"nesterov", nullptr}, {"foreach", nullptr},
-    {"set_to_none", "setToNone"}, {"mode", nullptr},      {"keep_loss_graph", "keepLossGraph"},
-    {"loss_steps", "lossSteps"}, {"device", nullptr},     {"backend", nullptr},
-    {"allocator_conf", "allocatorConf"}, {"seed", nullptr}, {"warmup", nullptr},
-    {"grad_scaler", "gradScaler"}, {"loss", nullptr},
-};
-
-void reject_unknown_keys(const Napi::Object& o) {
-  Napi::Array names = o.GetPropertyNames();
-  for (uint32_t i = 0; i < names.Length(); ++i) {
-    std::string k = names.Get(i).As<Napi::String>().Utf8Value();
-    bool known = false;
-    for (const auto& ks : kProtocolKeys) known = known || k == ks.snake || (ks.camel && k == ks.camel);
-    if (!known) throw Napi::TypeError::New(o.Env(), "config." + k + " is not a runProtocol option");
-  }
-}
-
-ProtocolConfig parse_config(const Napi::Object& o) {
-  reject_unknown_keys(o);
-  auto str = [&](const char* snake, const char* camel, const std::string& def) {
-    return str_field(o, pick_key(o, snake, camel), def);
-  };
-  auto num = [&](const char* snake, const char* camel, double def) {
-    return num_field(o, pick_key(o, snake, camel), def);
-  };
-  auto flag = [&](const char* snake, const char* camel, bool def) {
-    return bool_field(o, pick_key(o, snake, camel), def);
-  };
-  ProtocolConfig c;
-  c.model = str("model", nullptr, c.model);
-  c.in = int64_t(num("in", nullptr, double(c.in)));
-  c.hidden = int64_t(num("hidden", nullptr, double(c.hidden)));
-  c.out = int64_t(num("out", nullptr, double(c.out)));
-  c.dim = int64_t(num("dim", nullptr, double(c.dim)));
-  c.depth = int64_t(num("depth", nullptr, double(c.depth)));
-  c.batch = int64_t(num("batch", nullptr, double(c.batch)));
-  c.iterations = int(num("iterations", nullptr, c.iterations));
-  c.accum = int(num("accum", nullptr, c.accum));
-  c.checkpoint = str("checkpoint", "ckpt", c.checkpoint);
-  c.checkpoint_k = int(num("checkpoint_k", "checkpointK", c.checkpoint_k));
-  c.precision = str("precision", nullptr, c.precision);
-  c.optimizer = str("optimizer", "opt", c.optimizer);
-  c.lr = num("lr", nullptr, c.lr);
-  c.momentum = num("momentum", nullptr, c.momentum);
-  c.weight_decay = num("weight_decay", "weightDecay", c.weight_decay);
-  c.nesterov = flag("nesterov", nullptr, c.nesterov);
-  c.foreach = flag("foreach", nullptr, c.foreach);
-  c.set_to_none = flag("set_to_none", "setToNone", c.set_to_none);
-  c.mode = str("mode", nullptr, c.mode);
-  c.keep_loss_graph = flag("keep_loss_graph", "keepLossGraph", c.keep_loss_graph);
-  c.loss = str("loss", nullptr, c.loss);
-  c.loss_steps = int(num("loss_steps", "lossSteps", c.loss_steps));
-  c.device = str("device", nullptr, c.device);
-  c.backend = str("backend", nullptr, c.backend);
-  c.allocator_conf = str("allocator_conf", "allocatorConf", c.allocator_conf);
-  c.seed = uint64_t(num("seed", nullptr, double(c.seed)));
-  c.warmup = str("warmup", nullptr, c.warmup);
-  c.grad_scaler = flag("grad_scaler", "gradScaler", c.grad_scaler);
-  return c;
-}
-
-Napi::Object result_to_js(Napi::Env env, const ProtocolResult& r) {
+Napi::Object result_to_js(Napi::Env env, const RunResult& r) {
   auto o = Napi::Object::New(env);
   auto readings = Napi::Object::New(env);
   auto order = Napi::Array::New(env, r.readings.size());
@@ -136,18 +32,23 @@ Napi::Object result_to_js(Napi::Env env, const ProtocolResult& r) {
   o.Set("order", order);
   o.Set("base", double(r.base));
   o.Set("numParameters", double(r.num_parameters));
+  o.Set("trainableParameters", double(r.trainable_parameters));
+  o.Set("sdpaBackend", r.sdpa_backend);
   o.Set("modeledTimeMs", r.modeled_time_ms);
   o.Set("memorySummary", r.memory_summary);
   return o;
 }
 
-Napi::Value RunProtocol(const Napi::CallbackInfo& info) {
+// runExperiment(spec, options?): the validated spec (main/contract/spec.ts), run to the
+// end on this thread; readings as run_experiment returns them.
+Napi::Value RunExperiment(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsObject())
-    throw Napi::TypeError::New(info.Env(), "runProtocol(config): config must be an object");
-  ProtocolConfig cfg = parse_config(info[0].As<Napi::Object>());
-  // node-addon-api converts only Napi::Error; engine errors (bad config, OOM) become JS errors here.
+    throw Napi::TypeError::New(info.Env(), "runExperiment(spec, options?): spec must be an object");
+  // node-addon-api converts only Napi::Error; engine errors (bad spec, OOM) become JS errors here.
   try {
-    return result_to_js(info.Env(), run_protocol(cfg));
+    RunSpec spec = read_run_spec(spec_value_from_js(info[0], "spec"));
+    RunOptions options = info.Length() > 1 ? read_run_options(spec_value_from_js(info[1], "options")) : RunOptions{};
+    return result_to_js(info.Env(), run_experiment(spec, options));
   } catch (const Napi::Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -205,14 +106,20 @@ class EngineSession : public Napi::ObjectWrap<EngineSession> {
     std::string device = "sim:h200-141gb", backend, conf;
     std::optional<uint64_t> capacity;
     if (info.Length() > 0 && info[0].IsObject()) {
-      auto o = info[0].As<Napi::Object>();
-      device = str_field(o, "device", device);
-      backend = str_field(o, "backend", backend);
-      conf = str_field(o, "allocConf", conf);
-      if (o.Has("capacity") && !o.Get("capacity").IsUndefined() && !o.Get("capacity").IsNull()) {
-        double c = num_field(o, "capacity", 0);
-        if (!(c >= 1) || c > 9.007199254740992e15) throw Napi::RangeError::New(info.Env(), "capacity must be a positive number of bytes");
-        capacity = uint64_t(c);
+      engine::SpecValue o = spec_value_from_js(info[0], "options");
+      for (auto& [k, v] : o.fields()) {
+        const std::string p = "options." + k;
+        if (k == "device") device = v.as_string(p);
+        else if (k == "backend") backend = v.as_string(p);
+        else if (k == "allocConf") conf = v.as_string(p);
+        else if (k == "capacity") {
+          if (v.is_null()) continue;
+          double c = v.as_number(p);
+          if (!(c >= 1) || c > 9.007199254740992e15) throw Napi::RangeError::New(info.Env(), "capacity must be a positive number of bytes");
+          capacity = uint64_t(c);
+        } else {
+          throw Napi::TypeError::New(info.Env(), p + " is not a session option (device, backend, allocConf, capacity)");
+        }
       }
     }
     if (backend.empty()) backend = device.rfind("cuda:", 0) == 0 ? "cuda" : "sim";
@@ -467,7 +374,7 @@ class EngineSession : public Napi::ObjectWrap<EngineSession> {
 }  // namespace
 
 void registerEngine(Napi::Env env, Napi::Object exports) {
-  exports.Set("runProtocol", Napi::Function::New(env, RunProtocol, "runProtocol"));
+  exports.Set("runExperiment", Napi::Function::New(env, RunExperiment, "runExperiment"));
   exports.Set("runSeedExample", Napi::Function::New(env, RunSeedExample, "runSeedExample"));
   Napi::Function session = EngineSession::Define(env);
   exports.Set("EngineSession", session);

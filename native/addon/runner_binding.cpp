@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "addon/bindings.h"
+#include "addon/js_value.h"
 #include "runner/job_spec.h"
 #include "runner/worker.h"
 
@@ -21,77 +22,33 @@ namespace {
 
 using namespace vramlab::runner;
 
-// ---- job spec from JS -------------------------------------------------------------
+// ---- the job request from JS: {kind?, spec?, options?, synthetic?} -----------------
 
-class SpecReader {
- public:
-  explicit SpecReader(Napi::Object o) : o_(o) {}
-
-  void str(const char* key, std::string& out) {
-    auto v = o_.Get(key);
-    if (v.IsUndefined() || v.IsNull()) return;
-    if (!v.IsString()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a string");
-    out = v.As<Napi::String>().Utf8Value();
+JobRequest readRequest(const Napi::Object& o) {
+  engine::SpecValue v = spec_value_from_js(o, "job");
+  JobRequest r;
+  if (const auto* k = v.find("kind"); k && !k->is_null()) r.kind = k->as_string("job.kind");
+  for (auto& [key, f] : v.fields())
+    if (key != "kind" && key != "spec" && key != "options" && key != "synthetic")
+      throw std::invalid_argument("job." + key + " is not a startRun field (kind, spec, options, synthetic)");
+  if (const auto* o2 = v.find("options")) r.options = engine::read_run_options(*o2);
+  if (r.kind == "experiment") {
+    const auto* spec = v.find("spec");
+    if (!spec) throw std::invalid_argument("job.spec is missing (the validated experiment spec)");
+    r.spec = engine::read_run_spec(*spec);
   }
-  void num(const char* key, double& out) {
-    auto v = o_.Get(key);
-    if (v.IsUndefined() || v.IsNull()) return;
-    if (!v.IsNumber()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a number");
-    out = v.As<Napi::Number>().DoubleValue();
+  if (const auto* syn = v.find("synthetic"); syn && syn->is_object()) {
+    for (auto& [key, f] : syn->fields()) {
+      const std::string p = "job.synthetic." + key;
+      if (key == "steps") r.synthetic.steps = f.as_int(p);
+      else if (key == "step_ms") r.synthetic.step_ms = f.as_number(p);
+      else if (key == "oom_at") r.synthetic.oom_at = f.as_int(p);
+      else if (key == "throw_at") r.synthetic.throw_at = f.as_int(p);
+      else if (key == "capacity") r.synthetic.capacity = f.as_int(p);
+      else throw std::invalid_argument(p + " is not a synthetic setting");
+    }
   }
-  void i64(const char* key, int64_t& out) {
-    double d = double(out);
-    num(key, d);
-    if (!(d >= -9.0e15 && d <= 9.0e15) || d != double(int64_t(d)))
-      throw Napi::RangeError::New(o_.Env(), std::string("job.") + key + " must be an integer");
-    out = int64_t(d);
-  }
-  void flag(const char* key, bool& out) {
-    auto v = o_.Get(key);
-    if (v.IsUndefined() || v.IsNull()) return;
-    if (!v.IsBoolean()) throw Napi::TypeError::New(o_.Env(), std::string("job.") + key + " must be a boolean");
-    out = v.As<Napi::Boolean>().Value();
-  }
-
- private:
-  Napi::Object o_;
-};
-
-JobSpec readSpec(Napi::Object o) {
-  JobSpec s;
-  SpecReader r(o);
-  r.str("kind", s.kind);
-  r.str("model", s.model);
-  r.i64("in", s.in);
-  r.i64("hidden", s.hidden);
-  r.i64("out", s.out);
-  r.i64("dim", s.dim);
-  r.i64("depth", s.depth);
-  r.i64("batch", s.batch);
-  r.i64("iterations", s.iterations);
-  r.i64("accum", s.accum);
-  r.str("checkpoint", s.checkpoint);
-  r.i64("checkpoint_every", s.checkpoint_every);
-  r.str("precision", s.precision);
-  r.str("optimizer", s.optimizer);
-  r.num("lr", s.lr);
-  r.num("momentum", s.momentum);
-  r.num("weight_decay", s.weight_decay);
-  r.flag("foreach", s.foreach);
-  r.flag("set_to_none", s.set_to_none);
-  r.str("mode", s.mode);
-  r.flag("keep_loss_graph", s.keep_loss_graph);
-  r.str("loss", s.loss);
-  r.str("alloc_conf", s.alloc_conf);
-  r.str("device", s.device);
-  r.i64("capacity", s.capacity);
-  r.flag("history", s.history);
-  r.i64("sample_every", s.sample_every);
-  r.i64("steps", s.steps);
-  r.num("step_ms", s.step_ms);
-  r.i64("oom_at", s.oom_at);
-  r.i64("throw_at", s.throw_at);
-  return s;
+  return r;
 }
 
 // ---- events and outcome to JS -----------------------------------------------------
@@ -166,6 +123,9 @@ Napi::Object outcomeToJs(Napi::Env env, const Outcome& out) {
   o.Set("peak_allocated", double(r.peak_allocated));
   o.Set("peak_reserved", double(r.peak_reserved));
   o.Set("sim_time_ms", r.sim_time_ms < 0 ? env.Null() : Napi::Number::New(env, r.sim_time_ms));
+  o.Set("num_parameters", double(r.num_parameters));
+  o.Set("trainable_parameters", double(r.trainable_parameters));
+  o.Set("sdpa_backend", r.sdpa_backend.empty() ? env.Null() : Napi::String::New(env, r.sdpa_backend));
   if (r.oom) {
     auto m = Napi::Object::New(env);
     m.Set("message", r.oom->message);
@@ -212,10 +172,9 @@ Napi::Value StartRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction())
     throw Napi::TypeError::New(env, "startRun(job, onWake): job must be an object and onWake a function");
-  JobSpec spec = readSpec(info[0].As<Napi::Object>());
   std::unique_ptr<Job> job;
   try {
-    job = make_job(spec);  // throws for a spec it cannot run: nothing has started
+    job = make_job(readRequest(info[0].As<Napi::Object>()));  // throws for a spec it cannot run: nothing has started
   } catch (const std::exception& e) {
     // The build defines NAPI_CPP_EXCEPTIONS but not ..._ALL: std exceptions must become
     // Napi::Error here or they would terminate the process.

@@ -34,7 +34,10 @@ std::unique_ptr<Device> open_device(const std::string& id) {
   if (id.rfind("sim:custom:", 0) == 0) {
     std::string size = id.substr(11);
     uint64_t total = parse_byte_size(size);
-    return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total);
+    // A custom size keeps an H100's speeds, so its modelled times stay meaningful.
+    auto h100 = find_sim_preset("h100-80gb");
+    return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total, h100 ? h100->mem_bandwidth_gbs : 0,
+                                       h100 ? h100->fp32_tflops : 0, h100 ? h100->bf16_tflops : 0);
   }
   if (id.rfind("sim:", 0) == 0) {
     auto p = find_sim_preset(id.substr(4));

@@ -11,6 +11,14 @@ namespace {
 constexpr uintptr_t kVaBase = 0x7f0000000000ull;  // user-space-looking GPU VA, like CUDA's
 constexpr uint64_t kVaSpan = 1ull << 44;          // 16 TiB of address space
 constexpr size_t kVaAlign = size_t(2) << 20;      // segments start 2 MiB aligned
+// How the CUDA driver lays out cudaMalloc's addresses, as PyTorch traces on an H100
+// (driver 580) show them: the first segments come, in order and going up, from one
+// region of about 400 MiB; after that the driver maps 32 MiB chunks (or the segment
+// itself when larger), each directly below the lowest so far, filled going up; freed
+// ranges are reused lowest address first. The order matters because the caching
+// allocator breaks ties between equal free blocks by address.
+constexpr size_t kVaFirstRegion = size_t(400) << 20;
+constexpr size_t kVaChunk = size_t(32) << 20;
 constexpr double kGiB = 1073741824.0;
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -32,7 +40,8 @@ SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double ba
     : id_(std::move(id)), name_(std::move(name)), total_(total), bandwidth_gbs_(bandwidth_gbs),
       fp32_tflops_(fp32_tflops), bf16_tflops_(bf16_tflops) {
   if (total_ == 0) throw std::invalid_argument("simulated device capacity must be > 0");
-  free_va_.emplace(kVaBase, kVaSpan);
+  lowest_va_ = kVaBase + kVaSpan - kVaFirstRegion;
+  free_va_.emplace(lowest_va_, kVaFirstRegion);
 }
 
 DeviceInfo SimDevice::info() const {
@@ -83,24 +92,58 @@ uintptr_t SimDevice::take_va(size_t bytes) {
       return va;
     }
   }
-  throw std::runtime_error("simulated device ran out of virtual address space");
+  const size_t chunk = std::max(kVaChunk, need);
+  for (;;) {
+    if (lowest_va_ < kVaBase + chunk) throw std::runtime_error("simulated device ran out of virtual address space");
+    // Step below segments placed by the caller (scripted or adopted from a snapshot).
+    const uintptr_t lo = lowest_va_ - chunk;
+    uintptr_t below = lowest_va_;
+    for (const auto* m : {&allocations_, &reservations_}) {
+      auto it = m->lower_bound(lowest_va_);
+      while (it != m->begin()) {
+        --it;
+        if (it->first + align_up(it->second, kVaAlign) <= lo) break;
+        below = std::min(below, it->first);
+      }
+    }
+    if (below == lowest_va_) break;
+    lowest_va_ = below - below % kVaAlign;
+  }
+  lowest_va_ -= chunk;
+  if (chunk > need) give_va(lowest_va_ + need, chunk - need);
+  return lowest_va_;
 }
 
+// A scripted address (a replayed snapshot's): anywhere in the span that no live
+// allocation or reservation covers; free range parts under it are taken out.
 bool SimDevice::take_va_at(uintptr_t va, size_t bytes) {
-  if (va % kVaAlign != 0) return false;
-  return carve_va(va, align_up(bytes, kVaAlign));
+  if (va % kVaAlign != 0 || va < kVaBase || va + align_up(bytes, kVaAlign) > kVaBase + kVaSpan) return false;
+  return claim_va(va, align_up(bytes, kVaAlign));
 }
 
-bool SimDevice::carve_va(uintptr_t va, size_t need) {
+// [va, va+need) for a segment placed by the caller: free unless a live allocation or
+// reservation covers part of it; free range parts under it are taken out.
+bool SimDevice::claim_va(uintptr_t va, size_t need) {
+  auto overlaps = [&](const std::map<uintptr_t, size_t>& m) {
+    auto it = m.lower_bound(va + need);
+    if (it == m.begin()) return false;
+    --it;
+    return it->first + align_up(it->second, kVaAlign) > va;
+  };
+  if (overlaps(allocations_) || overlaps(reservations_)) return false;
   auto it = free_va_.upper_bound(va);
-  if (it == free_va_.begin()) return false;
-  --it;
-  uintptr_t start = it->first;
-  size_t len = it->second;
-  if (va + need > start + len) return false;
-  free_va_.erase(it);
-  if (va > start) free_va_.emplace(start, va - start);
-  if (start + len > va + need) free_va_.emplace(va + need, start + len - (va + need));
+  if (it != free_va_.begin()) --it;
+  while (it != free_va_.end() && it->first < va + need) {
+    uintptr_t start = it->first;
+    size_t len = it->second;
+    if (start + len <= va) {
+      ++it;
+      continue;
+    }
+    it = free_va_.erase(it);
+    if (start < va) free_va_.emplace(start, va - start);
+    if (start + len > va + need) free_va_.emplace(va + need, start + len - (va + need));
+  }
   return true;
 }
 
@@ -149,7 +192,7 @@ bool SimDevice::adopt(uintptr_t ptr, size_t bytes) {
     // The range must lie wholly in free address space; ranges outside the simulated span
     // cannot collide with anything this device hands out.
     if (ptr < kVaBase || ptr + bytes > kVaBase + kVaSpan) return false;
-    if (!carve_va(ptr, align_up(bytes, kVaAlign))) return false;
+    if (!claim_va(ptr, align_up(bytes, kVaAlign))) return false;
   } else {
     auto next = allocations_.lower_bound(ptr);
     if (next != allocations_.end() && next->first < ptr + bytes) return false;

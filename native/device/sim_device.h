@@ -53,7 +53,7 @@ class SimDevice : public Device {
   std::map<uintptr_t, size_t> live_mappings() const;
 
  private:
-  uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned
+  uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
   bool take_va_at(uintptr_t va, size_t bytes);
   bool carve_va(uintptr_t va, size_t len);  // [va, va+len) must be free address space
   void give_va(uintptr_t va, size_t bytes);
@@ -65,7 +65,8 @@ class SimDevice : public Device {
   SimLatencyModel model_;
   uint64_t used_ = 0;
   uint64_t busy_ns_ = 0;
-  std::map<uintptr_t, size_t> free_va_;      // unused address ranges
+  std::map<uintptr_t, size_t> free_va_;      // unused address ranges in the driver's regions
+  uintptr_t lowest_va_ = 0;                  // the lowest region's start; new chunks go below
   std::map<uintptr_t, size_t> allocations_;  // cudaMalloc'd
   std::map<uintptr_t, size_t> reservations_; // cuMemAddressReserve'd
   std::map<uintptr_t, size_t> mappings_;     // mapped inside reservations

@@ -1,50 +1,36 @@
 #pragma once
-// A run's settings as the native side receives them: the validated experiment spec
-// (main/contract/spec.ts), flattened by main/runner/native_job.ts. `kind` picks the job:
-// "protocol" runs the engine's parity protocol; "synthetic" is a timed stand-in that
-// exercises the worker, the event stream and cancel without the engine.
+// What startRun hands the runner: the job kind, the experiment spec as the contract
+// validated it (read once, by engine/spec/read_spec.cpp), how to run it, and the
+// settings of the engine-free synthetic job that exercises the worker and event stream.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/spec/run_spec.h"
 #include "runner/job.h"
 
 namespace vramlab::runner {
 
-struct JobSpec {
-  std::string kind = "protocol";
-
-  std::string model = "mlp";  // "mlp" | "residual"
-  int64_t in = 1024, hidden = 2048, out = 10, dim = 512, depth = 2;
-  int64_t batch = 256, iterations = 2, accum = 1;
-  std::string checkpoint = "none";  // "none" | "block" | "sqrt" | "every"
-  int64_t checkpoint_every = 0;
-  std::string precision = "fp32";
-  std::string optimizer = "adam";  // "none" | "sgd" | "adam" | "adamw"
-  double lr = 1e-3, momentum = 0, weight_decay = 0;
-  bool foreach = true;
-  bool set_to_none = true;
-  std::string mode = "train";  // "train" | "inference" | "loss_accumulation"
-  bool keep_loss_graph = true;
-  std::string loss = "sum";
-  std::string alloc_conf;
-  std::string device = "sim:h100-80gb";
-  int64_t capacity = 0;  // bytes; 0 = the device's
-  bool history = false;
-  int64_t sample_every = 1;  // memory sample every N allocator calls
-
-  // synthetic job only
+struct SyntheticSettings {
   int64_t steps = 100;
   double step_ms = 1;
   int64_t oom_at = -1, throw_at = -1;
+  int64_t capacity = 0;  // bytes reported with a synthetic OOM; 0: 80 GiB
 };
 
-// Builds the job for `spec`; throws std::invalid_argument for settings it cannot run
-// (before any thread starts, so a bad spec never begins a run).
-std::unique_ptr<Job> make_job(const JobSpec& spec);
+struct JobRequest {
+  std::string kind = "experiment";  // "experiment" | "synthetic"
+  engine::RunSpec spec;             // experiment jobs
+  engine::RunOptions options;
+  SyntheticSettings synthetic;
+};
 
-// The job kinds this build can run ("synthetic", and "protocol" once the engine is in).
+// Builds the job; throws std::invalid_argument for settings it cannot run (before any
+// thread starts, so a bad spec never begins a run).
+std::unique_ptr<Job> make_job(const JobRequest& request);
+
+// The job kinds this build can run.
 std::vector<std::string> available_job_kinds();
 
 }  // namespace vramlab::runner

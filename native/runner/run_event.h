@@ -9,11 +9,13 @@
 #include <variant>
 #include <vector>
 
+#include "engine/core/alloc_tag.h"
+
 namespace vramlab::runner {
 
-// parameters, gradients, optimizer_state, activations, temporaries, inputs, workspace, other
-// (main/contract/runs.ts CATEGORIES; the engine's Category enum has the same order).
-constexpr int kNumCategories = 8;
+// Bytes per memory category, indexed by the engine's Category enum (main/contract/runs.ts
+// CATEGORIES names them in the same order).
+constexpr int kNumCategories = engine::kNumCategories;
 using CategoryBytes = std::array<int64_t, kNumCategories>;
 
 struct Sample {
@@ -56,6 +58,8 @@ struct JobResult {
   int64_t baseline = 0;
   int64_t peak_allocated = 0, peak_reserved = 0;  // absolute
   double sim_time_ms = -1;                         // < 0: not modelled
+  int64_t num_parameters = 0, trainable_parameters = 0;
+  std::string sdpa_backend;                        // "" without attention
   std::optional<OomInfo> oom;
 };
 

@@ -6,7 +6,7 @@
 
 namespace vramlab::runner {
 
-SyntheticJob::SyntheticJob(const JobSpec& spec) : spec_(spec) {
+SyntheticJob::SyntheticJob(const SyntheticSettings& settings) : spec_(settings) {
   if (spec_.steps < 0 || spec_.steps > 100'000'000) throw std::invalid_argument("synthetic job: steps out of range");
   if (!(spec_.step_ms >= 0 && spec_.step_ms <= 60'000)) throw std::invalid_argument("synthetic job: step_ms out of range");
 }

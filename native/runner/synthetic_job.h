@@ -9,11 +9,11 @@ namespace vramlab::runner {
 
 class SyntheticJob : public Job {
  public:
-  explicit SyntheticJob(const JobSpec& spec);
+  explicit SyntheticJob(const SyntheticSettings& settings);
   JobResult run(JobContext& ctx) override;
 
  private:
-  JobSpec spec_;
+  SyntheticSettings spec_;
 };
 
 }  // namespace vramlab::runner

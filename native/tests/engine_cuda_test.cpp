@@ -20,10 +20,12 @@
 #include "engine/backends/backend.h"
 #include "engine/core/context.h"
 #include "engine/core/grad_mode.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/optimizer.h"
-#include "engine/protocol.h"
+#include "engine/experiment/experiment.h"
+#include "spec_util.h"
 #ifdef VRAMLAB_HAVE_CUDA
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/pointwise_args.h"
@@ -731,19 +733,12 @@ TEST(EngineCudaParity, ProtocolReadingsEqualTheSimulatedDevice) {
                                                              : "";
   if (sim.empty()) GTEST_SKIP() << "no simulated preset for " << name;
   for (const char* precision : {"fp32", "bf16"}) {
-    ProtocolConfig cfg;
-    cfg.model = "residual";
-    cfg.dim = 1024;
-    cfg.depth = 4;
-    cfg.batch = 512;
-    cfg.optimizer = "adam";
+    RunSpec cfg = vramlab::spectest::spec(R"({"model":{"kind":"residual","dim":1024,"depth":4},"batch":512,"optimizer":"adam"})");
     cfg.precision = precision;
     cfg.device = sim;
-    cfg.backend = "sim";
-    ProtocolResult s = run_protocol(cfg);
+    RunResult s = run_experiment(cfg);
     cfg.device = "cuda:0";
-    cfg.backend = "cuda";
-    ProtocolResult c = run_protocol(cfg);
+    RunResult c = run_experiment(cfg);
     EXPECT_EQ(c.base, s.base) << precision;
     ASSERT_EQ(c.readings.size(), s.readings.size());
     for (size_t i = 0; i < s.readings.size(); ++i)

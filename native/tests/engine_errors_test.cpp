@@ -2,9 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/core/grad_mode.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
-#include "engine/protocol.h"
+#include "spec_util.h"
 #include "engine_test_util.h"
 
 using namespace vramlab::engine;
@@ -75,9 +76,9 @@ TEST(engine_errors, MiscBadUse) {
             "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1");
   EXPECT_NE(error_of([&] { sum(a).item(); }).find("simulated device"), std::string::npos);
   EXPECT_NE(error_of([&] { a.view({5, 5}); }).find("is invalid for input of size 12"), std::string::npos);
-  ProtocolConfig c;
-  c.model = "transformer";
-  EXPECT_NE(error_of([&] { run_protocol(c); }).find("unknown model"), std::string::npos);
+  RunSpec c = vramlab::spectest::spec("{}");
+  c.model.kind = "transformer";
+  EXPECT_NE(error_of([&] { run_experiment(c); }).find("unknown model"), std::string::npos);
 }
 
 TEST(engine_memory, LeafGradientIsStolenThenAccumulatedInPlace) {

@@ -6,11 +6,12 @@
 #include <limits>
 
 #include "engine/core/grad_mode.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/grad_scaler.h"
 #include "engine/optim/optimizer.h"
-#include "engine/protocol.h"
+#include "spec_util.h"
 #include "engine_test_util.h"
 
 using namespace vramlab::engine;
@@ -110,20 +111,18 @@ TEST(engine_grad_scaler, DefaultsAreTorchs) {
 TEST(engine_grad_scaler, ProtocolMemory) {
   // Scale and growth tracker stay on the device from the first scale(); the scaled loss
   // and found_inf are transient; everything else reads as without a scaler.
-  ProtocolConfig c;
-  c.precision = "fp16";
-  c.optimizer = "adam";
-  ProtocolResult plain = run_protocol(c);
-  c.grad_scaler = true;
-  ProtocolResult scaled = run_protocol(c);
+  RunSpec c = vramlab::spectest::spec(R"({"precision":"fp16","optimizer":"adam","device":"sim:h200-141gb"})");
+  RunOptions o;
+  RunResult plain = run_experiment(c, o);
+  o.grad_scaler = true;
+  RunResult scaled = run_experiment(c, o);
   EXPECT_EQ(scaled.at("after_forward"), plain.at("after_forward"));
   for (const char* k : {"it0_after_backward", "it0_after_zero_grad", "it1_after_backward", "it1_after_zero_grad"})
     EXPECT_EQ(scaled.at(k), plain.at(k) + 2 * 512) << k;
   EXPECT_GE(scaled.at("it1_peak_step"), plain.at("it1_peak_step") + 2 * 512);
 
   c.precision = "bf16";
-  EXPECT_THROW(run_protocol(c), std::invalid_argument);
-  c.precision = "fp16";
-  c.optimizer = "none";
-  EXPECT_THROW(run_protocol(c), std::invalid_argument);
+  EXPECT_THROW(run_experiment(c, o), std::invalid_argument);
+  c = vramlab::spectest::spec(R"({"precision":"fp16","optimizer":"none"})");
+  EXPECT_THROW(run_experiment(c, o), std::invalid_argument);
 }

@@ -7,9 +7,12 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/core/grad_mode.h"
-#include "engine/nn/module.h"
+#include "engine/models/family.h"
+#include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "engine_test_util.h"
+#include "engine/ops/attention.h"
+#include "spec_util.h"
 
 using namespace vramlab::engine;
 using vramlab::enginetest::EngineSession;
@@ -27,12 +30,11 @@ Tensor input(const Shape& s) {
 double scalar_of(const Tensor& t) { return t.item(); }
 
 // Compares d(sum f)/d(input) from autograd with central differences.
-void gradcheck(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6) {
+void gradcheck(const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6, double eps = 1e-6) {
   for (auto& t : inputs) t.set_grad(Tensor());
   Tensor out = f(inputs);
   Tensor loss = out.dim() == 0 ? out : sum(out);
   loss.backward();
-  const double eps = 1e-6;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].requires_grad()) continue;
     ASSERT_TRUE(inputs[i].grad().defined()) << "input " << i << " got no gradient";
@@ -148,9 +150,10 @@ TEST_F(engine_gradcheck, MlpModel) {
 }
 
 TEST_F(engine_gradcheck, ResidualModelWithAndWithoutCheckpointing) {
-  for (auto mode : {CheckpointMode::None, CheckpointMode::Block, CheckpointMode::Sqrt, CheckpointMode::EveryK}) {
+  using M = CheckpointSpec::Mode;
+  for (auto mode : {M::None, M::Block, M::Sqrt, M::Every}) {
     auto seq = make_residual(3, 4, DType::Float64);
-    CheckpointedSequential model(seq, mode, 2);
+    CheckpointedSequential model(seq, CheckpointSpec{mode, 2});
     std::vector<Tensor> inputs{input({2, 3})};
     for (auto& p : seq->parameters()) inputs.push_back(p);
     gradcheck([&](const auto& v) { return model(v[0]); }, inputs);
@@ -168,7 +171,7 @@ TEST_F(engine_gradcheck, CheckpointMatchesPlainGradients) {
   }
   auto xg = x.grad().to_vector();
   x.set_grad(Tensor());
-  CheckpointedSequential ck(seq, CheckpointMode::Block);
+  CheckpointedSequential ck(seq, CheckpointSpec{CheckpointSpec::Mode::Block, 0});
   sum(ck.forward(x)).backward();
   auto ps = seq->parameters();
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -177,4 +180,81 @@ TEST_F(engine_gradcheck, CheckpointMatchesPlainGradients) {
   }
   auto xg2 = x.grad().to_vector();
   for (size_t k = 0; k < xg.size(); ++k) EXPECT_NEAR(xg2[k], xg[k], 1e-12);
+}
+
+// ---- transformer ops and families ----
+
+TEST_F(engine_gradcheck, EmbeddingWithRepeatedIndices) {
+  Tensor idx = randint({2, 5}, 4);  // 10 lookups into 4 rows: rows repeat
+  gradcheck([idx](const auto& v) { return embedding(v[0], idx); }, {input({4, 3})});
+}
+
+TEST_F(engine_gradcheck, LayerNormAndTheRmsNormChain) {
+  gradcheck([](const auto& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {input({3, 5}), input({5}), input({5})});
+  gradcheck([](const auto& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {input({2, 3, 4}), input({4}), input({4})});
+  // RMSNorm as written: x * rsqrt(mean(x^2, -1, keepdim) + eps) * weight
+  gradcheck(
+      [](const auto& v) {
+        Tensor ms = mean(pow(v[0], 2.0), {-1}, true);
+        return mul(mul(v[0], rsqrt(add(ms, 1e-6))), v[1]);
+      },
+      {input({3, 6}), input({6})});
+}
+
+TEST_F(engine_gradcheck, GeluTanhSiluAndSwiGlu) {
+  gradcheck([](const auto& v) { return gelu(v[0], true); }, {input({3, 4})});
+  gradcheck([](const auto& v) { return silu(v[0]); }, {input({3, 4})});
+  gradcheck([](const auto& v) { return mul(silu(v[0]), v[1]); }, {input({3, 4}), input({3, 4})});
+}
+
+TEST_F(engine_gradcheck, RotaryHalvesCatAndRepeatInterleave) {
+  // rotate_half: cat(-x2, x1) of the two halves of the last dim
+  gradcheck(
+      [](const auto& v) {
+        auto halves = split(v[0], 2, -1);
+        return mul(cat({neg(halves[1]), halves[0]}, -1), v[1]);
+      },
+      {input({2, 3, 4}), input({2, 3, 4})});
+  gradcheck([](const auto& v) { return repeat_interleave(v[0], 3, 1); }, {input({2, 2, 3, 4})});
+}
+
+TEST_F(engine_gradcheck, CausalScaledDotProductAttention) {
+  // (B, H, S, D) = (1, 2, 3, 4): q, k and v all get gradients
+  gradcheck([](const auto& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); },
+            {input({1, 2, 3, 4}), input({1, 2, 3, 4}), input({1, 2, 3, 4})});
+  gradcheck([](const auto& v) { return scaled_dot_product_attention(v[0], v[1], v[2], false); },
+            {input({2, 1, 3, 4}), input({2, 1, 3, 4}), input({2, 1, 3, 4})});
+}
+
+namespace {
+
+// The family's loss on a tiny batch, its parameters in float64, checked against every
+// parameter; llama's RMSNorm computes in fp32 as written, hence its looser check.
+void check_family(const std::string& spec_json, const CheckpointSpec& ckpt, double tol, double eps) {
+  RunSpec spec = vramlab::spectest::spec(spec_json);
+  auto model = build_model(spec.model);
+  model->to_dtype(DType::Float64);
+  model->set_checkpoint(ckpt);
+  Batch b = model->make_batch(2, 0, "cross_entropy");
+  std::vector<Tensor> params = model->parameters();
+  gradcheck(
+      [&](const std::vector<Tensor>&) {
+        Tensor y = (*model)(b.input);
+        return model->loss(y, b, "cross_entropy");
+      },
+      params, tol, eps);
+}
+
+}  // namespace
+
+TEST_F(engine_gradcheck, GptWithAndWithoutCheckpointing) {
+  const char* spec = R"({"model":{"kind":"gpt","vocab":7,"seq":5,"dim":8,"depth":2,"heads":2}})";
+  check_family(spec, {CheckpointSpec::Mode::None, 0}, 1e-6, 1e-6);
+  check_family(spec, {CheckpointSpec::Mode::Block, 0}, 1e-6, 1e-6);
+}
+
+TEST_F(engine_gradcheck, LlamaWithAndWithoutCheckpointing) {
+  const char* spec = R"({"model":{"kind":"llama","vocab":7,"seq":5,"dim":8,"depth":2,"heads":2,"kv_heads":1,"ffn":12}})";
+  check_family(spec, {CheckpointSpec::Mode::None, 0}, 2e-2, 1e-3);
+  check_family(spec, {CheckpointSpec::Mode::Every, 1}, 2e-2, 1e-3);
 }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "runner/job_spec.h"
+#include "spec_util.h"
 #include "runner/worker.h"
 
 using namespace vramlab::runner;
@@ -13,15 +14,19 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-JobSpec protocol() {
-  JobSpec s;
-  s.kind = "protocol";
-  s.device = "sim:h200-141gb";
-  return s;
+// An experiment job for a spec written as a user writes it, on the H200.
+JobRequest experiment(const std::string& extra = "") {
+  JobRequest r;
+  r.kind = "experiment";
+  auto partial = vramlab::engine::parse_json("{" + extra + "}");
+  auto f = partial.fields();
+  if (!f.count("device")) f["device"] = vramlab::engine::SpecValue::string("sim:h200-141gb");
+  r.spec = vramlab::spectest::spec(vramlab::engine::SpecValue::object(f));
+  return r;
 }
 
 // Runs the job, draining from this thread as a consumer would.
-Outcome run(const JobSpec& s, size_t* samples = nullptr) {
+Outcome run(const JobRequest& s, size_t* samples = nullptr) {
   RunWorker w(make_job(s), [] {});
   w.start();
   size_t n = 0;
@@ -42,8 +47,7 @@ int64_t reading(const Outcome& o, const std::string& key) {
 }  // namespace
 
 TEST(RunnerProtocol, ReproducesTheSeedMlpAdamReadings) {
-  auto s = protocol();
-  s.optimizer = "adam";
+  auto s = experiment(R"("optimizer":"adam")");
   size_t events = 0;
   auto o = run(s, &events);
   ASSERT_EQ(o.status, RunStatus::Done) << o.error;
@@ -61,25 +65,19 @@ TEST(RunnerProtocol, PassesTheLossToTheEngine) {
   // test/refs/measured/h200_protocol_loss_matmul_warmup.json, less the 1 MiB cuBLASLt
   // workspace from after_forward on: the runner uses the published Linear warm-up.
   const int64_t MiB = int64_t(1) << 20;
-  auto s = protocol();
-  s.optimizer = "adam";
-  s.loss = "cross_entropy";
-  auto ce = run(s);
+  auto ce = run(experiment(R"("optimizer":"adam","loss":"cross_entropy")"));
   ASSERT_EQ(ce.status, RunStatus::Done) << ce.error;
   EXPECT_EQ(reading(ce, "input"), 26315264);  // + 256 int64 labels
   EXPECT_EQ(reading(ce, "after_forward"), 31568384 - MiB);
   EXPECT_EQ(reading(ce, "it1_after_zero_grad"), 77893120 - MiB);
-  s.loss = "mse";
-  auto mse = run(s);
+  auto mse = run(experiment(R"("optimizer":"adam","loss":"mse")"));
   ASSERT_EQ(mse.status, RunStatus::Done) << mse.error;
   EXPECT_EQ(reading(mse, "input"), 26323456);  // + a [256, 10] fp32 target
   EXPECT_EQ(reading(mse, "it0_peak_step"), 128430592 - MiB);
 }
 
 TEST(RunnerProtocol, CapacityBecomesAnOomResultWithTheAllocatorsNumbers) {
-  auto s = protocol();
-  s.batch = 65536;
-  s.capacity = int64_t(2) << 30;
+  auto s = experiment(R"("optimizer":"sgd","batch":65536,"capacity":2147483648)");
   auto o = run(s);
   ASSERT_EQ(o.status, RunStatus::Oom) << o.error;
   const auto& oom = *o.result.oom;
@@ -94,12 +92,7 @@ TEST(RunnerProtocol, CapacityBecomesAnOomResultWithTheAllocatorsNumbers) {
 }
 
 TEST(RunnerProtocol, CancelStopsALongRunWithin100ms) {
-  auto s = protocol();
-  s.model = "residual";
-  s.dim = 64;
-  s.depth = 4;
-  s.batch = 8;
-  s.iterations = 10'000'000;
+  auto s = experiment(R"("model":{"kind":"residual","dim":64,"depth":4},"batch":8,"iterations":10000000)");
   RunWorker w(make_job(s), [] {});
   w.start();
   auto until = Clock::now() + std::chrono::milliseconds(100);
@@ -118,28 +111,18 @@ TEST(RunnerProtocol, CancelStopsALongRunWithin100ms) {
 }
 
 TEST(RunnerProtocol, RejectsBadSettingsBeforeAnyThreadStarts) {
-  auto s = protocol();
-  s.alloc_conf = "max_split_size_mb:1";
-  EXPECT_THROW(make_job(s), std::invalid_argument);
-  s = protocol();
-  s.device = "sim:nonesuch";
-  EXPECT_THROW(make_job(s), std::invalid_argument);
-  s = protocol();
-  s.capacity = int64_t(1) << 50;
-  EXPECT_THROW(make_job(s), std::invalid_argument);
-  s = protocol();
-  s.capacity = int64_t(1) << 30;
-  s.alloc_conf = "per_process_memory_fraction:0.5";
-  EXPECT_THROW(make_job(s), std::invalid_argument);
-  s = protocol();
-  s.loss = "hinge";
-  EXPECT_THROW(make_job(s), std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("alloc_conf":"max_split_size_mb:1")")), std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("device":"sim:nonesuch")")), std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("capacity":1125899906842624)")), std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("capacity":1073741824,"alloc_conf":"per_process_memory_fraction:0.5")")),
+               std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("loss":"hinge")")), std::invalid_argument);
+  EXPECT_THROW(make_job(experiment(R"("model":{"kind":"gpt","vocab":100,"seq":16,"dim":30,"depth":1,"heads":4})")),
+               std::invalid_argument);
 }
 
 TEST(RunnerProtocol, HistoryStreamsAllocatorEventsThatRebuildTheFinalState) {
-  auto s = protocol();
-  s.history = true;
-  s.optimizer = "sgd";
+  auto s = experiment(R"("history":true,"optimizer":"sgd")");
   RunWorker w(make_job(s), [] {});
   w.start();
   std::vector<RunEvent> all;

@@ -12,11 +12,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-JobSpec synthetic(int64_t steps, double step_ms) {
-  JobSpec s;
+JobRequest synthetic(int64_t steps, double step_ms) {
+  JobRequest s;
   s.kind = "synthetic";
-  s.steps = steps;
-  s.step_ms = step_ms;
+  s.synthetic.steps = steps;
+  s.synthetic.step_ms = step_ms;
   return s;
 }
 
@@ -95,7 +95,7 @@ TEST(RunnerWorker, CancelWithinALongStep) {
 
 TEST(RunnerWorker, FailureBecomesAnErrorOutcome) {
   auto spec = synthetic(10, 0);
-  spec.throw_at = 4;
+  spec.synthetic.throw_at = 4;
   RunWorker w(make_job(spec), [] {});
   w.start();
   w.join();
@@ -105,7 +105,7 @@ TEST(RunnerWorker, FailureBecomesAnErrorOutcome) {
 
 TEST(RunnerWorker, OomIsAResult) {
   auto spec = synthetic(10, 0);
-  spec.oom_at = 3;
+  spec.synthetic.oom_at = 3;
   RunWorker w(make_job(spec), [] {});
   w.start();
   w.join();
@@ -159,7 +159,7 @@ TEST(RunnerWorker, DestructorCancelsARunningJob) {
 }
 
 TEST(RunnerJobs, RejectsUnknownKindsBeforeStarting) {
-  JobSpec s;
+  JobRequest s;
   s.kind = "bogus";
   EXPECT_THROW(make_job(s), std::invalid_argument);
   s = synthetic(-1, 0);

@@ -1,12 +1,21 @@
-// The experiment form validates as the user types and shows the reason next to the field.
-import { describe, expect, it, vi } from 'vitest';
-import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
+// The experiment form validates as the user types and shows the reason next to the field;
+// its prediction is the spec simulated by a real host (run.predict), live as the user types.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { afterEach } from 'vitest';
 afterEach(() => cleanup());
 import ExperimentPanel from '../../renderer/src/panels/ExperimentPanel.svelte';
 import { defaultForm, formToSpec, specToForm } from '../../renderer/src/lib/specForm';
+import { api } from '../../renderer/src/lib/api';
 import type { DeviceInfo } from '../../main/contract';
 import { reactive } from './reactive.svelte';
+import { hostTransport, type HostTransport } from '../helpers/host_transport';
+
+let env: HostTransport;
+beforeAll(() => {
+  env = hostTransport('vramlab-panel-');
+});
+afterAll(() => env.close());
 
 const devices: DeviceInfo[] = [
   { id: 'sim:h100-80gb', kind: 'sim', name: 'H100 80GB (sim)', total: 85_017_755_648, free: 85_017_755_648, ordinal: 0, memBandwidthGBs: 3350, fp32Tflops: 67, bf16Tflops: 989 },
@@ -15,8 +24,9 @@ const devices: DeviceInfo[] = [
 function setup(overrides = {}) {
   const onrun = vi.fn();
   const form = reactive({ ...defaultForm(), ...overrides });
-  render(ExperimentPanel, { props: { form, devices, onrun } });
-  return { onrun };
+  const predict = vi.fn((spec) => api.predict(env.transport, spec, 'panel'));
+  render(ExperimentPanel, { props: { form, devices, onrun, predict } });
+  return { onrun, predict, form };
 }
 
 async function type(testid: string, value: string) {
@@ -26,7 +36,7 @@ async function type(testid: string, value: string) {
 describe('ExperimentPanel validation', () => {
   it('shows the predicted peak for the defaults and runs the spec', async () => {
     const { onrun } = setup();
-    expect(screen.getByTestId('predicted-peak').textContent).toMatch(/MiB/);
+    await waitFor(() => expect(screen.getByTestId('predicted-peak').textContent).toMatch(/MiB/));
     await fireEvent.click(screen.getByTestId('run'));
     expect(onrun).toHaveBeenCalledTimes(1);
     expect(onrun.mock.calls[0][0]).toMatchObject({ batch: 256, optimizer: 'adam', model: { kind: 'mlp', depth: 2 } });
@@ -46,13 +56,31 @@ describe('ExperimentPanel validation', () => {
     expect(screen.getByTestId('error-batch').textContent).toMatch(/must be an integer from 1 to 16777216/);
   });
 
-  it('updates the predicted peak live as the batch grows', async () => {
-    setup();
-    const before = screen.getByTestId('predicted-peak').getAttribute('title');
-    await type('field-batch', '4096');
-    const after = screen.getByTestId('predicted-peak').getAttribute('title');
+  it('updates the predicted peak live as the batch grows, asking once per pause in typing', async () => {
+    const { predict } = setup();
     const n = (s: string | null) => Number(s!.replace(/[^0-9]/g, ''));
-    expect(n(after)).toBeGreaterThan(n(before));
+    await waitFor(() => expect(screen.getByTestId('predicted-peak')).toBeTruthy());
+    const before = n(screen.getByTestId('predicted-peak').getAttribute('title'));
+    const calls = predict.mock.calls.length;
+    for (const v of ['4', '40', '409', '4096']) await type('field-batch', v); // typed quickly: one request
+    await waitFor(() => expect(n(screen.getByTestId('predicted-peak').getAttribute('title'))).toBeGreaterThan(before));
+    expect(predict.mock.calls.length).toBe(calls + 1);
+    expect(predict.mock.calls.at(-1)![0]).toMatchObject({ batch: 4096 });
+  });
+
+  it('predicts exactly the peak the run then measures (default spec)', async () => {
+    const { onrun } = setup();
+    await waitFor(() => expect(screen.getByTestId('predicted-peak')).toBeTruthy());
+    const predicted = Number(screen.getByTestId('predicted-peak').getAttribute('title')!.replace(/[^0-9]/g, ''));
+    await fireEvent.click(screen.getByTestId('run'));
+    const { runId } = await api.startRun(env.transport, onrun.mock.calls[0][0]);
+    let meta = (await api.getRun(env.transport, runId)).meta;
+    while (meta.status === 'running') {
+      await new Promise((r) => setTimeout(r, 20));
+      meta = (await api.getRun(env.transport, runId)).meta;
+    }
+    expect(meta.status).toBe('done');
+    expect(predicted).toBe(meta.summary!.peak_allocated - meta.summary!.baseline);
   });
 
   it('refuses checkpoint every k larger than the depth', async () => {
@@ -78,7 +106,7 @@ describe('ExperimentPanel validation', () => {
     expect(screen.getByTestId('error-capacity').textContent).toMatch(/is not a size/);
     await type('field-capacity', '64MiB');
     expect(screen.queryByTestId('error-capacity')).toBeNull();
-    expect(screen.getByTestId('predicted-oom').textContent).toMatch(/expect an OOM/);
+    await waitFor(() => expect(screen.getByTestId('predicted-oom').textContent).toMatch(/expect an OOM/));
   });
 
   it('builds the alloc_conf string the allocator reads', () => {

@@ -1,6 +1,6 @@
 // A run's timeline as the chart reads it, built from contract-shaped progress batches.
 import { describe, expect, it } from 'vitest';
-import { RunSeries } from '../../renderer/src/lib/series';
+import { CATEGORIES, RunSeries } from '../../renderer/src/lib/series';
 import type { MemorySample, RunEvent } from '../../main/contract/runs';
 
 const sample = (t: number, allocated: number, reserved = allocated + 100): MemorySample => ({
@@ -33,9 +33,10 @@ describe('RunSeries.ingest', () => {
       ['backward', 1.5, 3],
     ]);
     expect(s.modules).toEqual([undefined, 'layers.0', undefined, undefined]);
-    // Stacked view: eight categories plus cached-free (reserved - allocated).
-    expect(s.categories).toHaveLength(9);
-    expect(s.categories[8].map((p) => p.y)).toEqual([100, 100, 100, 100]);
+    // Stacked view: every contract category plus cached-free (reserved - allocated).
+    expect(s.categories).toHaveLength(CATEGORIES.length + 1);
+    expect(CATEGORIES).toEqual(expect.arrayContaining(['attention', 'MLP', 'norms', 'logits / loss', 'KV cache']));
+    expect(s.categories[CATEGORIES.length].map((p) => p.y)).toEqual([100, 100, 100, 100]);
     expect(s.indexAt(2.5)).toBe(2);
   });
 

@@ -19,6 +19,8 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     expect(await page.getByTestId('run').isDisabled()).toBe(true);
     await fill(page, 'field-batch', '512');
     expect(await page.getByTestId('error-batch').count()).toBe(0);
+    // The prediction (the spec simulated on the host) follows the edit.
+    await page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-peak"]').waitFor();
     expect(await page.getByTestId('predicted-peak').textContent()).toMatch(/MiB/);
 
     await page.getByTestId('run').click();

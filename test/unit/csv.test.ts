@@ -99,7 +99,9 @@ describe('CSV export', () => {
         peaks: [],
         duration_ms: 12.5,
         sim_time_ms: null,
-        estimate: { parameters: 10, bytes_per_parameter: { weights: 4, gradients: 4, optimizer: 8 }, activation_bytes_per_sample: 4, bytes: 100, measured_peak: 80, error_pct: 25 },
+        parameters: 10,
+        trainable_parameters: 4,
+        sdpa_backend: null,
         oom: oom ? ({ requested: 64 * MiB } as RunSummary['oom']) : null,
         error: null,
         samples: 4,
@@ -125,7 +127,8 @@ describe('CSV export', () => {
       it0_peak_step_bytes: null,
       oom: true,
       oom_requested_bytes: 64 * MiB,
-      estimate_error_pct: 25,
+      parameters: 10,
+      trainable_parameters: 4,
     });
   });
 
@@ -135,5 +138,15 @@ describe('CSV export', () => {
     expect(back.format).toBe('vramlab.run/1');
     expect(back.timeline).toEqual(rec.timeline);
     expect(back.events).toEqual(rec.events);
+  });
+});
+
+describe('spec columns of runs stored before the transformer fields', () => {
+  it('leaves the missing fields empty instead of failing', async () => {
+    const { specColumns } = await import('../../main/export/spec_columns');
+    const old = { ...parseSpec({}) } as Record<string, unknown>;
+    for (const k of ['weights', 'finetune', 'shapes', 'prompt', 'new_tokens', 'cache']) delete old[k];
+    const row = specColumns(old as never);
+    expect(row).toMatchObject({ model: 'mlp', model_in: 1024, finetune: 'full', weights: null, shapes: null, cache: null });
   });
 });

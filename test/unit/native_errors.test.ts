@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { addonCandidates } from '../../main/addon/load';
+import { parseSpec } from '../../main/contract/spec';
 
 const addon = addonCandidates().find((p) => existsSync(p))!;
 
@@ -20,10 +21,12 @@ const CALLS: Record<string, string> = {
   'replay with a free of an unknown id': `a.replayAllocator(new Uint8Array([1]), new Float64Array([0]), new Uint32Array([9]), new Uint32Array([0]), {})`,
   'replay with plain arrays': `a.replayAllocator([0], [1], [0], [0], {})`,
   'replay with no arguments': `a.replayAllocator()`,
-  'runProtocol with an unknown model': `a.runProtocol({ model: 'transformer' })`,
-  'runProtocol with a zero batch': `a.runProtocol({ model: 'mlp', batch: 0 })`,
-  'runProtocol on an unknown device': `a.runProtocol({ model: 'mlp', device: 'sim:nope' })`,
-  'runProtocol with no object': `a.runProtocol(42)`,
+  'runExperiment with an unknown model': `a.runExperiment({ ...spec, model: { kind: 'transformer' } })`,
+  'runExperiment with a zero batch': `a.runExperiment({ ...spec, batch: 0 })`,
+  'runExperiment on an unknown device': `a.runExperiment({ ...spec, device: 'sim:nope' })`,
+  'runExperiment with a field missing': `{ const { weights, ...rest } = spec; a.runExperiment(rest); }`,
+  'runExperiment with no object': `a.runExperiment(42)`,
+  'startRun with a spec missing its model': `a.startRun({ kind: 'experiment', spec: { ...spec, model: undefined } }, () => {})`,
   'session command on a missing tensor': `new a.Session({ device: 'sim:t4-16gb' }).clone('nope')`,
   'session view of an impossible shape': `{ const s = new a.Session({ device: 'sim:t4-16gb' }); s.randn('x', [10, 10]); s.view('y', 'x', [7, 3]); }`,
   'startRun with a bogus job': `a.startRun({ kind: 'nonsense' }, () => {}, () => {})`,
@@ -31,7 +34,7 @@ const CALLS: Record<string, string> = {
 
 describe('native errors become JS errors', () => {
   it.each(Object.entries(CALLS))('%s', (_name, call) => {
-    const script = `const a = require(process.argv[1]);
+    const script = `const a = require(process.argv[1]); const spec = ${JSON.stringify(parseSpec({ batch: 4 }))};
       try { ${call}; process.stdout.write('no error'); process.exit(0); }
       catch (e) { process.stdout.write(e instanceof Error ? 'Error: ' + e.message : 'non-error thrown'); process.exit(1); }`;
     const child = spawnSync(process.execPath, ['-e', script, addon], { encoding: 'utf8', cwd: tmpdir(), timeout: 20_000 });

@@ -40,10 +40,10 @@ describe('experiment spec', () => {
       capacity: '20GiB',
     });
     expect(s.checkpoint).toEqual({ every: 4 });
-    expect(s.optimizer).toEqual({ kind: 'adam', lr: 0.001, foreach: true, momentum: 0, weight_decay: 0 });
+    expect(s.optimizer).toEqual({ kind: 'adam', lr: 0.001, foreach: true, weight_decay: 0 });
     expect(s.capacity).toBe(20 * 2 ** 30);
     expect(parseSpec({ optimizer: 'sgd' }).optimizer.kind).toBe('sgd');
-    expect(parseSpec({ optimizer: 'adamw' }).optimizer.weight_decay).toBe(0.01);
+    expect(parseSpec({ optimizer: 'adamw' }).optimizer).toMatchObject({ weight_decay: 0.01 });
     expect(parseSpec({ capacity: 2 ** 31 }).capacity).toBe(2 ** 31);
     expect(parseSpec({ device: 'sim:custom:24GiB' }).device).toBe('sim:custom:24GiB');
   });
@@ -69,7 +69,7 @@ describe('experiment spec', () => {
     [{ loss: 'hinge' }, 'loss', '"sum", "mse", "cross_entropy"', ''],
     [{ checkpoint: 'all' }, 'checkpoint', '"none", "block", "sqrt" or {"every": n}', ''],
     [{ model: { kind: 'residual' }, checkpoint: { every: 0 } }, 'checkpoint.every', 'from 1 to', ''],
-    [{ checkpoint: 'block' }, 'checkpoint', 'residual model', ''],
+    [{ checkpoint: 'block' }, 'checkpoint', 'models with blocks: residual, gpt, llama', '(got "block")'],
     [{ optimizer: 'lion' }, 'optimizer', '"none", "sgd", "adam", "adamw"', ''],
     [{ optimizer: { kind: 'adam', lr: 0 } }, 'optimizer.lr', '> 0', ''],
     [{ set_to_none: 'yes' }, 'set_to_none', 'true or false', ''],
@@ -90,8 +90,8 @@ describe('experiment spec', () => {
   });
 
   it('rejects unknown model kinds and a missing kind', () => {
-    expect(issues({ model: { kind: 'cnn' } })[0]).toBe('model.kind must be "mlp" or "residual" (got "cnn")');
-    expect(issues({ model: { depth: 3 } })[0]).toContain('model.kind must be "mlp" or "residual"');
+    expect(issues({ model: { kind: 'cnn' } })[0]).toBe('model.kind must be "mlp", "residual", "gpt" or "llama" (got "cnn")');
+    expect(issues({ model: { depth: 3 } })[0]).toBe('model.kind must be "mlp", "residual", "gpt" or "llama" (missing)');
     expect(issues({ model: { kind: 'residual', hidden: 5 } })[0]).toBe('model: unknown key "hidden"');
   });
 

@@ -1,23 +1,27 @@
-// `vramlab fit SPEC.json`: the largest batch that runs without OOM.
+// `vramlab fit SPEC.json [--param batch|seq|new_tokens]`: the largest value that runs without OOM.
 import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
-import { LIMITS } from '../../contract/spec';
+import { FIT_PARAMS, type FitParam } from '../../contract/spec';
 import { loadAddon } from '../../addon/load';
-import { loadSpecFile, openManager } from '../../runner/cli_support';
-import { FitCancelled, runFit } from '../../runner/fit';
+import { loadSpecFile, openManager } from '../support';
+import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
 import { deviceTotal } from '../../runner/device_total';
 
-const USAGE = `usage: vramlab fit SPEC.json [--device ID] [--capacity SIZE] [--max N] [--json]
+const USAGE = `usage: vramlab fit SPEC.json [--param ${FIT_PARAMS.join('|')}] [--device ID] [--capacity SIZE] [--max N] [--json]
 
-Finds the largest batch size SPEC.json runs at without running out of memory on its
-device (or under --capacity), doubling from the spec's batch and then bisecting.
+Finds the largest value of --param (default batch) SPEC.json runs at without running out
+of memory on its device (or under --capacity), doubling from the spec's value and then
+bisecting: the largest batch, the longest sequence (model.seq, transformers) or the
+longest generation (new_tokens, mode "generate") that fits, for any family and
+fine-tuning method.
 `;
 
 const fit: Command = async (args, io) => {
   const { values, positionals } = parse(
     args,
     {
+      param: { type: 'string' },
       device: { type: 'string' },
       capacity: { type: 'string' },
       max: { type: 'string' },
@@ -36,9 +40,17 @@ const fit: Command = async (args, io) => {
     return 2;
   }
   const { input, spec } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
+  const param = (values.param ?? 'batch') as FitParam;
+  if (!FIT_PARAMS.includes(param)) throw new UsageError(`--param must be one of ${FIT_PARAMS.join(', ')} (got "${values.param}")`);
+  let limit: number;
+  try {
+    limit = fitLimit(spec, param);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const max = values.max === undefined ? undefined : Number(values.max);
-  if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= LIMITS.batch))
-    throw new UsageError(`--max must be an integer from 1 to ${LIMITS.batch}`);
+  if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= limit))
+    throw new UsageError(`--max must be an integer from 1 to ${limit} (got ${values.max})`);
   const manager = await openManager();
   const signal = { cancelled: false };
   let current: string | null = null;
@@ -49,17 +61,18 @@ const fit: Command = async (args, io) => {
   process.once('SIGINT', onSigint);
   try {
     const result = await runFit(manager, input, deviceTotal(loadAddon(), spec.device), {
-      maxBatch: max,
+      param,
+      max,
       signal,
       onRunStarted: (r) => (current = r.runId),
       onProbe: (p) => {
-        if (!values.quiet) io.err(`fit  batch ${p.batch}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
+        if (!values.quiet) io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
       },
     });
     if (values.json) io.out(JSON.stringify(result) + '\n');
     else {
-      io.out(table(['batch', 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.batch), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
-      io.out(`\nlargest batch that fits in ${formatBytes(result.capacity)}: ${result.batch}\n`);
+      io.out(table([param, 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.value), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
+      io.out(`\nlargest ${param} that fits in ${formatBytes(result.capacity)}: ${result.value}\n`);
     }
     return 0;
   } catch (err) {

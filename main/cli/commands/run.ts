@@ -2,27 +2,20 @@
 import { writeFileSync } from 'node:fs';
 import { parse } from '../args';
 import type { Command } from '../io';
-import { describeRun, loadSpecFile, openManager, progressPrinter, runJsonResult } from '../../runner/cli_support';
+import { describeRun, loadSpecFile, openManager, progressPrinter, runJsonResult } from '../support';
 import { timelineCsv } from '../../export/timeline_csv';
+import { specHelp } from '../spec_help';
 
-const USAGE = `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
+const USAGE = () => `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
 
 Runs the experiment SPEC.json describes and keeps it in the run store (~/.vramlab, or
-VRAMLAB_HOME). Progress goes to stderr for long runs. Spec keys (all optional; defaults
-are the parity protocol's):
-  model        {"kind":"mlp","in":1024,"hidden":2048,"depth":2,"out":10} | {"kind":"residual","dim":512,"depth":20}
-  batch 256, iterations 2, accum 1
-  checkpoint   "none" | "block" | "sqrt" | {"every": n}     (residual model only)
-  precision    "fp32" | "tf32" | "fp16" | "bf16"
-  optimizer    "adam" | "adamw" | "sgd" | "none" | {"kind":"adam","lr":0.001,"foreach":true}
-  set_to_none true, mode "train" | "inference" | "loss_accumulation", keep_loss_graph true
-  loss "sum" | "mse" | "cross_entropy", alloc_conf "" (PYTORCH_CUDA_ALLOC_CONF syntax)
-  device "sim:h100-80gb" | "cuda:0" ('vramlab devices'), capacity "20GiB", history false
+VRAMLAB_HOME). Progress goes to stderr for long runs.
 
   --json         one JSON object on stdout: readings (bytes over the baseline), oom, peaks
   --csv FILE     write the run's timeline as CSV
   --fail-on-oom  exit 3 when the run ran out of memory (by default an OOM is a result)
-`;
+
+${specHelp()}`;
 
 const run: Command = async (args, io) => {
   const { values, positionals } = parse(
@@ -40,11 +33,11 @@ const run: Command = async (args, io) => {
     true,
   );
   if (values.help) {
-    io.out(USAGE);
+    io.out(USAGE());
     return 0;
   }
   if (positionals.length !== 1) {
-    io.err(USAGE);
+    io.err(USAGE());
     return 2;
   }
   const { input } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });

@@ -9,7 +9,7 @@ import { compareRows } from '../../store/compare';
 import { timelineCsv } from '../../export/timeline_csv';
 import { summaryCsv } from '../../export/summary_csv';
 import { runJson, runsJson } from '../../export/json';
-import { describeRun, runJsonResult } from '../../runner/cli_support';
+import { describeRun, runJsonResult } from '../support';
 
 const USAGE = `usage: vramlab runs [list] [--json]
        vramlab runs show ID [--json]

@@ -4,13 +4,14 @@ import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { SWEEP_PARAMS } from '../../contract/spec';
-import { openManager, readSpecFile, specUsage } from '../../runner/cli_support';
+import { openManager, readSpecFile, specUsage } from '../support';
 import { checkSweep, runSweep } from '../../runner/sweep';
 import { summaryCsv } from '../../export/summary_csv';
 
 const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--json] [--csv FILE]
 
-Runs SPEC.json once per value of one parameter (${SWEEP_PARAMS.join(', ')}).
+Runs SPEC.json once per value of one parameter: ${SWEEP_PARAMS.join(', ')}.
+Model fields (seq, dim, heads, ...) go inside model, rank inside finetune (LoRA).
 Values are comma separated (numbers, words, every:N for a checkpoint interval) or a JSON array.
   --csv FILE  one summary row per run (spec columns and readings)
 `;

@@ -59,8 +59,10 @@ void validate_outputs(Node& fn, TensorList& outputs) {
   }
 }
 
+// A view can't be reused: PyTorch's view keeps its base (and so a second reference to the
+// storage) alive, so e.g. a tied weight's transposed lm_head gradient is added out of place.
 bool can_accumulate_inplace(const Tensor& v) {
-  return v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.storage() && v.storage().use_count() == 1;
+  return !v.impl()->is_view && v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.storage() && v.storage().use_count() == 1;
 }
 
 void accumulate_into(Tensor& slot, Tensor&& var) {
@@ -171,6 +173,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     ready.pop_back();
     Node& fn = *task.fn;
     TensorList outputs = fn.apply(task.inputs);
+    fn.unpacked.clear();  // apply's locals
     validate_outputs(fn, outputs);
     task.inputs.clear();  // incoming gradients die here, as at the end of call_function
     if (!retain_graph) fn.release_variables();

@@ -63,7 +63,11 @@ Tensor SavedVariable::unpack(const Node* owner) const {
         "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
         "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
         "you need to access saved tensors after calling backward.");
-  if (hooks_) return hooks_->unpack(packed_);
+  if (hooks_) {
+    Tensor t = hooks_->unpack(packed_);
+    if (owner) const_cast<Node*>(owner)->unpacked.push_back(t);
+    return t;
+  }
   uint32_t current = data_.version();
   if (current != saved_version_) {
     std::string msg =

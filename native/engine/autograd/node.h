@@ -67,6 +67,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // grads[i] is the gradient of forward output i (may be undefined).
   virtual TensorList apply(TensorList& grads) = 0;
   virtual void release_variables() {}
+  // Tensors a saved-tensor hook handed to apply (checkpoint recomputations): held until
+  // apply returns, as the generated PyTorch code holds them in locals unpacked at its top.
+  std::vector<Tensor> unpacked;
 
   uint64_t sequence_nr() const { return seq_; }
   std::vector<Edge>& next_edges() { return next_; }

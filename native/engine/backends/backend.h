@@ -15,7 +15,7 @@ namespace vramlab::engine {
 
 enum class UnaryOp : uint8_t {
   Copy, Neg, Relu, Gelu, GeluTanh, Sqrt, Exp, Log, Abs, Square, Reciprocal,
-  AddScalar, MulScalar, DivScalar, RSubScalar, PowScalar
+  AddScalar, MulScalar, DivScalar, RSubScalar, PowScalar, Silu, Rsqrt
 };
 enum class BinaryOp : uint8_t {
   Add,                // a + s*b
@@ -26,7 +26,8 @@ enum class BinaryOp : uint8_t {
   GeluTanhBackward,
   SqDiff,             // (a-b)^2
   Lerp,               // a + s*(b-a)
-  Maximum
+  Maximum,
+  SiluBackward        // a * silu'(b)    (a = grad, b = input)
 };
 enum class TernaryOp : uint8_t {
   Addcmul,      // a + s*b*c
@@ -78,6 +79,29 @@ class Backend {
   virtual void nll_loss_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& target,
                                  const Tensor& total_weight, bool mean) = 0;
   virtual double item(const Tensor& t) = 0;
+
+  // Transformer kernels (backend_transformer.cpp holds the defaults: an error naming the
+  // backend and kernel, for a backend that has none yet).
+  // out[i, :] = weight[indices[i], :] for contiguous 2-D out / weight and int64 indices.
+  virtual void index_select_rows(const Tensor& out, const Tensor& weight, const Tensor& indices);
+  // grad_weight[indices[i], :] += grad[i, :] (grad_weight arrives zero-filled).
+  virtual void index_add_rows(const Tensor& grad_weight, const Tensor& grad, const Tensor& indices);
+  // Over rows of the last dim: y = (x - mean) * rstd * w + b; mean, rstd per row (float).
+  virtual void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                          const Tensor* weight, const Tensor* bias, double eps);
+  virtual void layer_norm_backward(const Tensor* dx, const Tensor* dweight, const Tensor* dbias, const Tensor& dy,
+                                   const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight);
+  // Attention over (B, H, S, D) views: out = softmax(q kᵀ scale, causal mask) v, and, when
+  // given, lse[b, h, i] = the row's log-sum-exp (natural log), in float.
+  virtual void attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                         bool causal, double scale);
+  virtual void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, bool causal, double scale);
+  virtual void arange(const Tensor& out, double start);           // out[i] = start + i (1-D)
+  // Rotary tables (T, D/2): angle[t, i] = t / theta^(2i/D); cos and sin of it.
+  virtual void rope_tables(const Tensor& cos, const Tensor& sin, double theta);
+  virtual void argmax_last(const Tensor& out, const Tensor& in);  // int64 index of each row's max
   virtual bool all_finite(const Tensor& t) = 0;
   virtual void synchronize() {}
   // Optional: the default runs the per-tensor unary/binary/ternary kernels in the order

@@ -207,6 +207,196 @@ class CpuBackend : public Backend {
     }
   }
 
+
+  // ---- transformer kernels (reference: plain loops in double) ----
+  void index_select_rows(const Tensor& out, const Tensor& weight, const Tensor& indices) override {
+    View o(out), w(weight), ix(indices);
+    const int64_t n = indices.numel(), c = weight.size(1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t r = int64_t(ix.get(i * (indices.dim() ? indices.strides().back() : 0)));
+      if (r < 0 || r >= weight.size(0)) throw std::out_of_range("index " + std::to_string(r) + " is out of bounds for dimension 0 with size " + std::to_string(weight.size(0)));
+      for (int64_t j = 0; j < c; ++j)
+        o.set(i * out.strides()[0] + j * out.strides()[1], w.get(r * weight.strides()[0] + j * weight.strides()[1]));
+    }
+  }
+
+  void index_add_rows(const Tensor& gw, const Tensor& grad, const Tensor& indices) override {
+    View o(gw), g(grad), ix(indices);
+    const int64_t n = indices.numel(), c = gw.size(1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t r = int64_t(ix.get(i * (indices.dim() ? indices.strides().back() : 0)));
+      for (int64_t j = 0; j < c; ++j) {
+        int64_t off = r * gw.strides()[0] + j * gw.strides()[1];
+        o.set(off, o.get(off) + g.get(i * grad.strides()[0] + j * grad.strides()[1]));
+      }
+    }
+  }
+
+  void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor* weight,
+                  const Tensor* bias, double eps) override {
+    View yo(y), mo(mean), ro(rstd), xv(x);
+    const int64_t n = x.size(-1), m = x.numel() / std::max<int64_t>(n, 1);
+    std::unique_ptr<View> wv, bv;
+    if (weight) wv = std::make_unique<View>(*weight);
+    if (bias) bv = std::make_unique<View>(*bias);
+    for (int64_t r = 0; r < m; ++r) {
+      double mu = 0, var = 0;
+      for (int64_t j = 0; j < n; ++j) mu += xv.get(r * n + j);
+      mu /= double(n);
+      for (int64_t j = 0; j < n; ++j) var += (xv.get(r * n + j) - mu) * (xv.get(r * n + j) - mu);
+      double rs = 1.0 / std::sqrt(var / double(n) + eps);
+      mo.set(r, mu);
+      ro.set(r, rs);
+      for (int64_t j = 0; j < n; ++j) {
+        double v = (xv.get(r * n + j) - mu) * rs;
+        if (wv) v *= wv->get(j);
+        if (bv) v += bv->get(j);
+        yo.set(r * n + j, v);
+      }
+    }
+  }
+
+  void layer_norm_backward(const Tensor* dx, const Tensor* dweight, const Tensor* dbias, const Tensor& dy,
+                           const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor* weight) override {
+    View g(dy), xv(x), mv(mean), rv(rstd);
+    const int64_t n = x.size(-1), m = x.numel() / std::max<int64_t>(n, 1);
+    std::vector<double> dw(size_t(n), 0.0), db(size_t(n), 0.0);
+    std::unique_ptr<View> wv, dxv;
+    if (weight) wv = std::make_unique<View>(*weight);
+    if (dx) dxv = std::make_unique<View>(*dx);
+    for (int64_t r = 0; r < m; ++r) {
+      double mu = mv.get(r), rs = rv.get(r), s1 = 0, s2 = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double xhat = (xv.get(r * n + j) - mu) * rs, gy = g.get(r * n + j);
+        dw[size_t(j)] += gy * xhat;
+        db[size_t(j)] += gy;
+        double gw = gy * (wv ? wv->get(j) : 1.0);
+        s1 += gw;
+        s2 += gw * xhat;
+      }
+      if (!dxv) continue;
+      for (int64_t j = 0; j < n; ++j) {
+        double xhat = (xv.get(r * n + j) - mu) * rs;
+        double gw = g.get(r * n + j) * (wv ? wv->get(j) : 1.0);
+        dxv->set(r * n + j, rs * (gw - s1 / double(n) - xhat * s2 / double(n)));
+      }
+    }
+    if (dweight) {
+      View o(*dweight);
+      for (int64_t j = 0; j < n; ++j) o.set(j, dw[size_t(j)]);
+    }
+    if (dbias) {
+      View o(*dbias);
+      for (int64_t j = 0; j < n; ++j) o.set(j, db[size_t(j)]);
+    }
+  }
+
+  void attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                 double scale) override {
+    View o(out), qv(q), kv(k), vv(v);
+    std::unique_ptr<View> lv;
+    if (lse) lv = std::make_unique<View>(*lse);
+    const int64_t B = q.size(0), H = q.size(1), Sq = q.size(2), D = q.size(3), Sk = k.size(2), Dv = v.size(3);
+    auto at = [](const Tensor& t, int64_t b, int64_t h, int64_t i, int64_t d) {
+      return b * t.strides()[0] + h * t.strides()[1] + i * t.strides()[2] + d * t.strides()[3];
+    };
+    std::vector<double> p(static_cast<size_t>(Sk));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i) {
+          double mx = -std::numeric_limits<double>::infinity();
+          int64_t last = causal ? std::min(i, Sk - 1) : Sk - 1;  // causal: top-left aligned (j <= i)
+          for (int64_t j = 0; j <= last; ++j) {
+            double s = 0;
+            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, h, j, d));
+            p[size_t(j)] = s * scale;
+            mx = std::max(mx, p[size_t(j)]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j <= last; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
+          if (lv) lv->set(b * lse->strides()[0] + h * lse->strides()[1] + i * lse->strides()[2], mx + std::log(sum));
+          for (int64_t d = 0; d < Dv; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j <= last; ++j) acc += p[size_t(j)] * vv.get(at(v, b, h, j, d));
+            o.set(at(out, b, h, i, d), acc / sum);
+          }
+        }
+  }
+
+  void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                          const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
+                          double scale) override {
+    View gq(dq), gk(dk), gv(dv), go(dout), qv(q), kv(k), vv(v), ov(out), lv(lse);
+    const int64_t B = q.size(0), H = q.size(1), Sq = q.size(2), D = q.size(3), Sk = k.size(2), Dv = v.size(3);
+    auto at = [](const Tensor& t, int64_t b, int64_t h, int64_t i, int64_t d) {
+      return b * t.strides()[0] + h * t.strides()[1] + i * t.strides()[2] + d * t.strides()[3];
+    };
+    for (const Tensor* t : {&dq, &dk, &dv}) fill(*t, 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i) {
+          int64_t last = causal ? std::min(i, Sk - 1) : Sk - 1;
+          double l = lv.get(b * lse.strides()[0] + h * lse.strides()[1] + i * lse.strides()[2]);
+          double delta = 0;
+          for (int64_t d = 0; d < Dv; ++d) delta += go.get(at(dout, b, h, i, d)) * ov.get(at(out, b, h, i, d));
+          for (int64_t j = 0; j <= last; ++j) {
+            double s = 0;
+            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, h, j, d));
+            double pij = std::exp(s * scale - l), dp = 0;
+            for (int64_t d = 0; d < Dv; ++d) {
+              dp += go.get(at(dout, b, h, i, d)) * vv.get(at(v, b, h, j, d));
+              int64_t o = at(dv, b, h, j, d);
+              gv.set(o, gv.get(o) + pij * go.get(at(dout, b, h, i, d)));
+            }
+            double ds = pij * (dp - delta) * scale;
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t oq = at(dq, b, h, i, d), ok = at(dk, b, h, j, d);
+              gq.set(oq, gq.get(oq) + ds * kv.get(at(k, b, h, j, d)));
+              gk.set(ok, gk.get(ok) + ds * qv.get(at(q, b, h, i, d)));
+            }
+          }
+        }
+  }
+
+  void arange(const Tensor& out, double start) override {
+    View o(out);
+    for (int64_t i = 0; i < out.numel(); ++i) o.set(i * out.strides()[0], start + double(i));
+  }
+
+  void rope_tables(const Tensor& cos, const Tensor& sin, double theta) override {
+    View c(cos), s(sin);
+    const int64_t T = cos.size(0), H = cos.size(1), D = 2 * H;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < H; ++i) {
+        // as the reference computes it: float32 inverse frequencies, then the outer product
+        float inv = float(1.0 / std::pow(theta, double(float(2 * i) / float(D))));
+        double a = double(float(t) * inv);
+        c.set(t * cos.strides()[0] + i * cos.strides()[1], std::cos(a));
+        s.set(t * sin.strides()[0] + i * sin.strides()[1], std::sin(a));
+      }
+  }
+
+  void argmax_last(const Tensor& out, const Tensor& in) override {
+    View o(out), x(in);
+    const int64_t n = in.size(-1), rows = in.numel() / std::max<int64_t>(n, 1);
+    Shape lead(in.sizes().begin(), in.sizes().end() - 1);
+    for (int64_t r = 0; r < rows; ++r) {
+      // Row r's offset through the leading dims' strides.
+      int64_t off = 0, rem = r;
+      for (int64_t d = int64_t(lead.size()) - 1; d >= 0; --d) {
+        off += (rem % lead[size_t(d)]) * in.strides()[size_t(d)];
+        rem /= lead[size_t(d)];
+      }
+      int64_t best = 0;
+      double bv = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        double val = x.get(off + j * in.strides().back());
+        if (val > bv) bv = val, best = j;
+      }
+      o.set(r, double(best));
+    }
+  }
+
   double item(const Tensor& t) override { return View(t).get(0); }
 
   bool all_finite(const Tensor& t) override {

@@ -24,6 +24,12 @@ inline double gelu_tanh_grad(double x) {
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
+inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
+inline double silu_grad(double x) {
+  double sg = 1.0 / (1.0 + std::exp(-x));
+  return sg * (1.0 + x * (1.0 - sg));
+}
+
 inline double apply_unary(UnaryOp op, double a, double s) {
   switch (op) {
     case UnaryOp::Copy: return a;
@@ -42,6 +48,8 @@ inline double apply_unary(UnaryOp op, double a, double s) {
     case UnaryOp::DivScalar: return a / s;
     case UnaryOp::RSubScalar: return s - a;
     case UnaryOp::PowScalar: return std::pow(a, s);
+    case UnaryOp::Silu: return silu(a);
+    case UnaryOp::Rsqrt: return 1.0 / std::sqrt(a);
   }
   return a;
 }
@@ -58,6 +66,7 @@ inline double apply_binary(BinaryOp op, double a, double b, double s) {
     case BinaryOp::SqDiff: return (a - b) * (a - b);
     case BinaryOp::Lerp: return a + s * (b - a);
     case BinaryOp::Maximum: return a > b ? a : b;
+    case BinaryOp::SiluBackward: return a * silu_grad(b);
   }
   return a;
 }

@@ -64,6 +64,41 @@ class SimBackend : public Backend {
   void nll_loss_backward(const Tensor& gi, const Tensor&, const Tensor& target, const Tensor&, bool) override {
     mem(touched_bytes(gi) + touched_bytes(target));
   }
+
+  void index_select_rows(const Tensor& out, const Tensor&, const Tensor& indices) override {
+    mem(2 * touched_bytes(out) + touched_bytes(indices));
+  }
+  void index_add_rows(const Tensor& gw, const Tensor& grad, const Tensor& indices) override {
+    mem(touched_bytes(gw) + touched_bytes(grad) + touched_bytes(indices));
+  }
+  void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor*,
+                  const Tensor*, double) override {
+    mem(touched_bytes(y) + touched_bytes(x) + touched_bytes(mean) + touched_bytes(rstd));
+  }
+  void layer_norm_backward(const Tensor* dx, const Tensor*, const Tensor*, const Tensor& dy, const Tensor& x,
+                           const Tensor&, const Tensor&, const Tensor*) override {
+    mem(2 * touched_bytes(dy) + touched_bytes(x) + (dx ? touched_bytes(*dx) : 0));
+  }
+  void attention(const Tensor& out, const Tensor*, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                 double) override {
+    // Two GEMMs over the (causally halved) score matrix, streamed through on-chip memory.
+    double B = double(q.size(0)), H = double(q.size(1)), Sq = double(q.size(2)), Sk = double(k.size(2));
+    double flops = 4.0 * B * H * Sq * Sk * double(q.size(3)) * (causal ? 0.5 : 1.0);
+    attention_time(flops, q, touched_bytes(q) + touched_bytes(k) + touched_bytes(v) + touched_bytes(out));
+  }
+  void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                          const Tensor& k, const Tensor& v, const Tensor& out, const Tensor&, bool causal,
+                          double) override {
+    double B = double(q.size(0)), H = double(q.size(1)), Sq = double(q.size(2)), Sk = double(k.size(2));
+    double flops = 10.0 * B * H * Sq * Sk * double(q.size(3)) * (causal ? 0.5 : 1.0);
+    attention_time(flops, q,
+                   touched_bytes(q) + touched_bytes(k) + touched_bytes(v) + touched_bytes(out) + touched_bytes(dout) +
+                       touched_bytes(dq) + touched_bytes(dk) + touched_bytes(dv));
+  }
+  void arange(const Tensor& out, double) override { mem(touched_bytes(out)); }
+  void rope_tables(const Tensor& cos, const Tensor& sin, double) override { mem(touched_bytes(cos) + touched_bytes(sin)); }
+  void argmax_last(const Tensor& out, const Tensor& in) override { mem(touched_bytes(out) + touched_bytes(in)); }
+
   double item(const Tensor&) override {
     throw std::logic_error("item(): the simulated device holds shapes only, tensor values are not available");
   }
@@ -72,6 +107,12 @@ class SimBackend : public Backend {
  private:
   double bandwidth() const { return std::max(info_.mem_bandwidth_gbs, 1.0) * 1e9 * kMemEfficiency; }
   void mem(double bytes) { time_s_ += bytes / bandwidth() + kLaunchOverheadS; }
+  void attention_time(double flops, const Tensor& q, double bytes) {
+    bool half = q.dtype() == DType::Float16 || q.dtype() == DType::BFloat16;
+    double tflops = half ? info_.bf16_tflops : info_.fp32_tflops;
+    double compute = flops / (std::max(tflops, 1e-3) * 1e12 * kGemmEfficiency * 0.6);  // softmax between the GEMMs
+    time_s_ += std::max(compute, bytes / bandwidth()) + kLaunchOverheadS;
+  }
 
   DeviceInfo info_;
   double time_s_ = 0;

@@ -16,8 +16,8 @@ namespace {
 struct Holder;
 
 struct Frame {
-  std::function<Tensor(const Tensor&)> fn;
-  Tensor input;  // kept like _NoopSaveInputs keeps the region's inputs
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  std::vector<Tensor> inputs;  // kept like _NoopSaveInputs keeps the region's inputs
   bool autocast_enabled = false;
   DType autocast_dtype = DType::Float16;
   bool autocast_cache = true;
@@ -61,7 +61,7 @@ void recompute(const std::shared_ptr<Frame>& frame, uint64_t gid) {
     HooksGuard hg(hooks);
     EnableGradGuard eg;
     AutocastGuard ag(frame->autocast_enabled, frame->autocast_dtype, frame->autocast_cache);
-    Tensor out = frame->fn(frame->input);
+    Tensor out = frame->fn(frame->inputs);
     (void)out;
   } catch (const StopRecomputation&) {
   }
@@ -70,10 +70,15 @@ void recompute(const std::shared_ptr<Frame>& frame, uint64_t gid) {
 }  // namespace
 
 Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& input) {
-  if (!GradMode::is_enabled()) return fn(input);
+  return checkpoint([fn = std::move(fn)](const std::vector<Tensor>& in) { return fn(in[0]); },
+                    std::vector<Tensor>{input});
+}
+
+Tensor checkpoint(std::function<Tensor(const std::vector<Tensor>&)> fn, std::vector<Tensor> inputs) {
+  if (!GradMode::is_enabled()) return fn(inputs);
   auto frame = std::make_shared<Frame>();
   frame->fn = std::move(fn);
-  frame->input = input;
+  frame->inputs = std::move(inputs);
   auto& as = autocast_state();
   frame->autocast_enabled = as.enabled;
   frame->autocast_dtype = as.dtype;
@@ -108,7 +113,7 @@ Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& input) 
     return r;
   };
   HooksGuard hg(hooks);
-  return frame->fn(frame->input);
+  return frame->fn(frame->inputs);
 }
 
 }  // namespace vramlab::engine

@@ -16,6 +16,11 @@ const char* category_name(Category c) {
     case Category::Input: return "input";
     case Category::Workspace: return "workspace";
     case Category::Other: return "other";
+    case Category::Attention: return "attention";
+    case Category::Mlp: return "mlp";
+    case Category::Norm: return "norm";
+    case Category::Logits: return "logits";
+    case Category::KvCache: return "kv_cache";
   }
   return "other";
 }

@@ -8,10 +8,14 @@
 
 namespace vramlab::engine {
 
+// Activations of transformer layers split by what made them (attention, MLP, norms,
+// logits and loss), since that is where users look first; the KV cache of generation
+// is its own category.
 enum class Category : uint8_t {
-  Parameter, Gradient, OptimizerState, Activation, Temporary, Input, Workspace, Other
+  Parameter, Gradient, OptimizerState, Activation, Temporary, Input, Workspace, Other,
+  Attention, Mlp, Norm, Logits, KvCache
 };
-constexpr int kNumCategories = 8;
+constexpr int kNumCategories = 13;
 const char* category_name(Category c);
 
 using TagId = uint32_t;  // 0 = untagged

@@ -66,13 +66,13 @@ size_t EngineContext::cublas_workspace_size() const {
 namespace {
 struct SmFacts {
   const char* name_part;
-  int sms, threads;
+  int sms, threads, cc;  // cc: compute capability x 10
 };
 // SXM parts unless the name says PCIe; sm80/sm90: 2048 threads per SM, sm86/sm89: 1536, sm75: 1024.
 constexpr SmFacts kSmFacts[] = {
-    {"H100 PCIe", 114, 2048}, {"H200", 132, 2048}, {"H100", 132, 2048}, {"H800", 132, 2048},
-    {"A100", 108, 2048},      {"A800", 108, 2048}, {"L4", 58, 1536},    {"RTX 4090", 128, 1536},
-    {"T4", 40, 1024},
+    {"H100 PCIe", 114, 2048, 90}, {"H200", 132, 2048, 90}, {"H100", 132, 2048, 90}, {"H800", 132, 2048, 90},
+    {"A100", 108, 2048, 80},      {"A800", 108, 2048, 80}, {"L4", 58, 1536, 89},    {"RTX 4090", 128, 1536, 89},
+    {"T4", 40, 1024, 75},
 };
 const SmFacts* sm_facts(const std::string& name) {
   for (const auto& f : kSmFacts)
@@ -84,6 +84,11 @@ const SmFacts* sm_facts(const std::string& name) {
 int EngineContext::sm_count() const {
   const SmFacts* f = sm_facts(info_.name);
   return f ? f->sms : 132;
+}
+
+int EngineContext::compute_capability() const {
+  const SmFacts* f = sm_facts(info_.name);
+  return f ? f->cc : 90;
 }
 
 int EngineContext::max_threads_per_sm() const {

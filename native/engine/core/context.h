@@ -65,8 +65,10 @@ class EngineContext {
   // launch configs depend on them), from the device name.
   int sm_count() const;
   int max_threads_per_sm() const;
+  int compute_capability() const;  // 90 for sm_90 (kernel choices such as SDPA's depend on it)
 
   bool allow_tf32 = false;
+  std::string last_sdpa_backend;  // the fused attention kernel the last SDPA call chose
   double modeled_time_s() const;  // the sim backend's time model, 0 elsewhere
   uint64_t next_seed() { return rng_(); }
   void manual_seed(uint64_t s) { rng_.seed(s); }

@@ -1,14 +1,17 @@
 #include "engine/nn/module.h"
 
-#include <cmath>
+#include <algorithm>
 #include <stdexcept>
 
-#include "engine/checkpoint/checkpoint.h"
-#include "engine/core/context.h"
+#include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine {
+
+Tensor Module::forward(const Tensor&) {
+  throw std::logic_error(type_name() + " takes more than one input; call its own forward");
+}
 
 Tensor Module::operator()(const Tensor& x) {
   ModuleScope scope(path_id_);
@@ -19,13 +22,32 @@ void Module::register_module(const std::string& name, std::shared_ptr<Module> m)
   children_.emplace_back(name, std::move(m));
 }
 
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) {
+  for (auto& [n, c] : children_)
+    if (n == name) {
+      c = std::move(m);
+      return;
+    }
+  throw std::logic_error("no submodule " + name);
+}
+
 void Module::register_parameter(const std::string& name, const Tensor& p) { params_.emplace_back(name, p); }
+void Module::register_buffer(const std::string& name, const Tensor& b) { buffers_.emplace_back(name, b); }
+
+void Module::collect_named(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                           std::vector<const TensorImpl*>& seen) const {
+  for (auto& [n, p] : params_) {
+    if (std::find(seen.begin(), seen.end(), p.impl()) != seen.end()) continue;
+    seen.push_back(p.impl());
+    out.emplace_back(prefix + n, p);
+  }
+  for (auto& [cn, c] : children_) c->collect_named(prefix + cn + ".", out, seen);
+}
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (auto& [n, p] : params_) out.emplace_back(n, p);
-  for (auto& [cn, c] : children_)
-    for (auto& [n, p] : c->named_parameters()) out.emplace_back(cn + "." + n, p);
+  std::vector<const TensorImpl*> seen;
+  collect_named("", out, seen);
   return out;
 }
 
@@ -54,132 +76,50 @@ void Module::zero_grad(bool set_to_none) {
   }
 }
 
+namespace {
+// param.data = param.to(dtype): the new storage first, then the old one released.
+void convert(const Tensor& t, DType dtype) {
+  if (!is_floating(t.dtype()) || t.dtype() == dtype) return;
+  Tensor converted;
+  {
+    NoGradGuard ng;
+    converted = t.detach().to(dtype);
+  }
+  TensorImpl* impl = t.impl();
+  impl->storage = converted.impl()->storage;
+  impl->dtype = dtype;
+  impl->strides = converted.strides();
+  impl->offset = converted.storage_offset();
+}
+}  // namespace
+
+void Module::apply_dtype(DType dtype, std::vector<const TensorImpl*>& done) {
+  for (auto& [n, c] : children_) c->apply_dtype(dtype, done);
+  for (auto* list : {&params_, &buffers_})
+    for (auto& [n, t] : *list) {
+      if (std::find(done.begin(), done.end(), t.impl()) != done.end()) continue;
+      done.push_back(t.impl());
+      CategoryScope cs(list == &params_ ? Category::Parameter : Category::Other);
+      ModuleScope ms(path_id_);
+      convert(t, dtype);
+    }
+}
+
+void Module::to_dtype(DType dtype) {
+  std::vector<const TensorImpl*> done;
+  apply_dtype(dtype, done);
+}
+
 void Module::set_path(const std::string& path) {
   path_ = path;
   path_id_ = intern_module_path(path);
   for (auto& [n, c] : children_) c->set_path(path.empty() ? n : path + "." + n);
 }
 
-Linear::Linear(int64_t in, int64_t out, bool has_bias, DType dtype) {
-  if (in <= 0 || out <= 0)
-    throw std::invalid_argument("Linear: in_features and out_features must be positive (got " + std::to_string(in) +
-                                ", " + std::to_string(out) + ")");
+Tensor new_parameter(const Shape& shape, DType dtype, const char* op) {
   CategoryScope cs(Category::Parameter);
   NoGradGuard ng;
-  // kaiming_uniform_(a=sqrt(5)): gain sqrt(2/(1+5)), bound gain*sqrt(3/fan_in) = 1/sqrt(fan_in).
-  double bound = 1.0 / std::sqrt(double(in));
-  weight = empty({out, in}, dtype);
-  uniform_(weight, -bound, bound);
-  weight.requires_grad_(true);
-  register_parameter("weight", weight);
-  if (has_bias) {
-    bias = empty({out}, dtype);
-    uniform_(bias, -bound, bound);
-    bias.requires_grad_(true);
-    register_parameter("bias", bias);
-  }
-}
-
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
-
-Tensor ReLU::forward(const Tensor& x) { return relu(x); }
-Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
-
-Sequential::Sequential(std::vector<std::shared_ptr<Module>> mods) {
-  for (auto& m : mods) push_back(std::move(m));
-}
-
-void Sequential::push_back(std::shared_ptr<Module> m) {
-  std::string name = std::to_string(children_.size());
-  register_module(name, std::move(m));
-}
-
-Tensor Sequential::forward(const Tensor& x) {
-  Tensor h = x;
-  for (auto& [n, m] : children_) h = (*m)(h);
-  return h;
-}
-
-ResidualBlock::ResidualBlock(int64_t dim, DType dtype) {
-  net_ = std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
-      std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>(),
-      std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>()});
-  register_module("net", net_);
-}
-
-Tensor ResidualBlock::forward(const Tensor& x) { return add((*net_)(x), x); }
-
-std::vector<std::pair<size_t, size_t>> checkpoint_segments(size_t depth, CheckpointMode mode, size_t k) {
-  std::vector<std::pair<size_t, size_t>> segs;
-  size_t per = 1;
-  switch (mode) {
-    case CheckpointMode::None: return segs;
-    case CheckpointMode::Block: per = 1; break;
-    case CheckpointMode::EveryK:
-      if (k == 0) throw std::invalid_argument("checkpoint every_k needs k >= 1");
-      per = k;
-      break;
-    case CheckpointMode::Sqrt: {
-      // ceil(depth / round(sqrt(depth))) consecutive blocks per segment.
-      size_t r = size_t(std::llround(std::sqrt(double(depth))));
-      r = std::max<size_t>(r, 1);
-      per = (depth + r - 1) / r;
-      break;
-    }
-  }
-  for (size_t b = 0; b < depth; b += per) segs.emplace_back(b, std::min(depth, b + per));
-  return segs;
-}
-
-CheckpointedSequential::CheckpointedSequential(std::shared_ptr<Sequential> blocks, CheckpointMode mode, size_t k)
-    : blocks_(std::move(blocks)), mode_(mode), k_(k) {
-  // Same parameter names as the wrapped Sequential (children "0", "1", ...).
-  children_ = blocks_->children();
-}
-
-void CheckpointedSequential::set_mode(CheckpointMode mode, size_t k) {
-  mode_ = mode;
-  k_ = k;
-}
-
-Tensor CheckpointedSequential::forward(const Tensor& x) {
-  if (mode_ == CheckpointMode::None) return blocks_->forward(x);
-  Tensor h = x;
-  std::vector<std::shared_ptr<Module>> mods;
-  for (auto& [n, m] : children_) mods.push_back(m);
-  for (auto [b, e] : checkpoint_segments(mods.size(), mode_, k_)) {
-    std::vector<std::shared_ptr<Module>> seg(mods.begin() + long(b), mods.begin() + long(e));
-    h = checkpoint(
-        [seg](const Tensor& in) {
-          Tensor t = in;
-          for (auto& m : seg) t = (*m)(t);
-          return t;
-        },
-        h);
-  }
-  return h;
-}
-
-std::shared_ptr<Sequential> make_mlp(int64_t in, int64_t hidden, int64_t depth, int64_t out, DType dtype) {
-  if (depth < 1) throw std::invalid_argument("mlp depth must be at least 1");
-  auto s = std::make_shared<Sequential>();
-  s->push_back(std::make_shared<Linear>(in, hidden, true, dtype));
-  s->push_back(std::make_shared<ReLU>());
-  for (int64_t i = 1; i < depth; ++i) {
-    s->push_back(std::make_shared<Linear>(hidden, hidden, true, dtype));
-    s->push_back(std::make_shared<ReLU>());
-  }
-  s->push_back(std::make_shared<Linear>(hidden, out, true, dtype));
-  s->set_path("");
-  return s;
-}
-
-std::shared_ptr<Sequential> make_residual(int64_t dim, int64_t depth, DType dtype) {
-  if (depth < 1) throw std::invalid_argument("residual depth must be at least 1");
-  auto s = std::make_shared<Sequential>();
-  for (int64_t i = 0; i < depth; ++i) s->push_back(std::make_shared<ResidualBlock>(dim, dtype));
-  s->set_path("");
-  return s;
+  return make_tensor(shape, dtype, op);
 }
 
 }  // namespace vramlab::engine

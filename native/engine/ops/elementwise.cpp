@@ -1,4 +1,7 @@
 // Pointwise arithmetic with broadcasting and PyTorch's type promotion.
+// Backward nodes compute their inputs' gradients in the order PyTorch's generated code
+// does: by argument name, alphabetically (other before self), which fixes which
+// temporary exists when in a backward pass.
 #include "engine/ops/common.h"
 
 namespace vramlab::engine {
@@ -11,8 +14,8 @@ struct AddBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
     TensorList r(2);
-    if (should_compute_output(0)) r[0] = g[0];
     if (should_compute_output(1)) r[1] = alpha == 1.0 ? g[0] : mul(g[0], alpha);
+    if (should_compute_output(0)) r[0] = g[0];
     return r;
   }
 };
@@ -23,11 +26,11 @@ struct SubBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
     TensorList r(2);
-    if (should_compute_output(0)) r[0] = g[0];
     if (should_compute_output(1)) {
       Tensor n = neg(g[0]);
       r[1] = alpha == 1.0 ? n : mul(n, alpha);
     }
+    if (should_compute_output(0)) r[0] = g[0];
     return r;
   }
 };
@@ -39,8 +42,8 @@ struct MulBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
     TensorList r(2);
-    if (should_compute_output(0)) r[0] = mul(g[0], other_.unpack(this));
     if (should_compute_output(1)) r[1] = mul(g[0], self_.unpack(this));
+    if (should_compute_output(0)) r[0] = mul(g[0], other_.unpack(this));
     return r;
   }
   void release_variables() override {
@@ -56,12 +59,12 @@ struct DivBackward0 : Node {
     if (!g[0].defined()) return undefined_grads(2);
     TensorList r(2);
     Tensor other = other_.unpack(this);
-    if (should_compute_output(0)) r[0] = div(g[0], other);
     if (should_compute_output(1)) {
       // div_tensor_other_backward: -grad * ((self / other) / other)
       Tensor q = div(div(self_.unpack(this), other), other);
       r[1] = mul(neg(g[0]), q);
     }
+    if (should_compute_output(0)) r[0] = div(g[0], other);
     return r;
   }
   void release_variables() override {
@@ -99,6 +102,49 @@ struct NegBackward0 : Node {
     if (!g[0].defined()) return undefined_grads(1);
     return {neg(g[0])};
   }
+};
+
+struct PowBackward0 : Node {  // pow.Tensor_Scalar
+  SavedVariable self_;
+  double exponent = 1.0;
+  std::string name() const override { return "PowBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(1);
+    if (exponent == 0.0) return {zeros_like(self_.unpack(this))};
+    // grad * (exponent * self.pow(exponent - 1)): one expression, the right operand
+    // built first, its temporaries freed only when the product exists.
+    Tensor p = pow(self_.unpack(this), exponent - 1);
+    Tensor e = mul(p, exponent);
+    return {mul(g[0], e)};
+  }
+  void release_variables() override { self_.reset_data(); }
+};
+
+struct RsqrtBackward0 : Node {
+  SavedVariable result_;
+  std::string name() const override { return "RsqrtBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(1);
+    // -0.5 * grad * result.pow(3): result.pow(3), then -0.5 * grad, then the product.
+    Tensor p = pow(result_.unpack(this), 3.0);
+    Tensor h = mul(g[0], -0.5);
+    return {mul(h, p)};
+  }
+  void release_variables() override { result_.reset_data(); }
+};
+
+struct SiluBackward0 : Node {
+  SavedVariable self_;
+  std::string name() const override { return "SiluBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(1);
+    Tensor self = self_.unpack(this);
+    Shape shape = broadcast_shapes(g[0].sizes(), self.sizes());
+    Tensor out = make_tensor(shape, promote_types(g[0].dtype(), self.dtype()), "silu_backward");
+    be().binary(BinaryOp::SiluBackward, out, expand_to(g[0], shape), expand_to(self, shape), 0.0);
+    return {out};
+  }
+  void release_variables() override { self_.reset_data(); }
 };
 
 DType binary_result_type(const Tensor& a, const Tensor& b) {
@@ -268,6 +314,33 @@ Tensor& div_(Tensor& a, double s) {
   a.bump_version();
   rebase(a, n);
   return a;
+}
+
+Tensor pow(const Tensor& a, double exponent) {
+  auto n = make_node<PowBackward0>({&a});
+  if (n) {
+    n->self_ = SavedVariable(a, false);
+    n->exponent = exponent;
+  }
+  Tensor out = unary_out(UnaryOp::PowScalar, a, exponent, scalar_result_type(a, exponent), "pow");
+  return with_history(out, n);
+}
+
+Tensor rsqrt(const Tensor& a) {
+  auto n = make_node<RsqrtBackward0>({&a});
+  Tensor out = unary_out(UnaryOp::Rsqrt, a, 0.0, is_floating(a.dtype()) ? a.dtype() : DType::Float32, "rsqrt");
+  if (n) {
+    set_history(out, n);
+    n->result_ = SavedVariable(out, true);
+  }
+  return out;
+}
+
+Tensor silu(const Tensor& a) {
+  auto n = make_node<SiluBackward0>({&a});
+  if (n) n->self_ = SavedVariable(a, false);
+  Tensor out = unary_out(UnaryOp::Silu, a, 0.0, a.dtype(), "silu");
+  return with_history(out, n);
 }
 
 Tensor sqrt(const Tensor& a) {

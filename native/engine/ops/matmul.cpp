@@ -28,9 +28,9 @@ struct MmBackward0 : Node {
   std::string name() const override { return "MmBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
-    TensorList r(2);
-    if (should_compute_output(0)) r[0] = mm_mat1_backward(g[0], mat2_.unpack(this), self_sizes, self_strides);
+    TensorList r(2);  // by argument name: mat2's gradient before self's
     if (should_compute_output(1)) r[1] = mm_mat2_backward(g[0], self_.unpack(this), mat2_sizes, mat2_strides);
+    if (should_compute_output(0)) r[0] = mm_mat1_backward(g[0], mat2_.unpack(this), self_sizes, self_strides);
     return r;
   }
   void release_variables() override {
@@ -45,10 +45,10 @@ struct AddmmBackward0 : Node {
   std::string name() const override { return "AddmmBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    TensorList r(3);
-    if (should_compute_output(0)) r[0] = g[0];  // maybe_multiply(grad, beta=1)
+    TensorList r(3);  // by argument name: mat1, mat2, self
     if (should_compute_output(1)) r[1] = mm_mat1_backward(g[0], mat2_.unpack(this), mat1_sizes, mat1_strides);
     if (should_compute_output(2)) r[2] = mm_mat2_backward(g[0], mat1_.unpack(this), mat2_sizes, mat2_strides);
+    if (should_compute_output(0)) r[0] = g[0];  // maybe_multiply(grad, beta=1)
     return r;
   }
   void release_variables() override {
@@ -92,10 +92,13 @@ Tensor prepare_for_blas(const Tensor& t) {
   return t.clone();
 }
 
-void run_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias) {
+// ATen's order: the output exists first, then cublasCommonArgs copies operands cuBLAS
+// can't take as they are, then the handle's workspace is created (first use per thread).
+void run_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias, bool lt) {
   auto& ctx = current_context();
   if (ctx.backend().models_cuda()) {
     Tensor pa = prepare_for_blas(a), pb = prepare_for_blas(b);
+    ctx.ensure_blas_workspace(lt);
     ctx.backend().gemm(out, pa, pb, bias, ctx.allow_tf32);
   } else {
     ctx.backend().gemm(out, a, b, bias, ctx.allow_tf32);
@@ -125,9 +128,8 @@ Tensor mm(const Tensor& a_in, const Tensor& b_in) {
     if (n->should_compute_output(0)) n->mat2_ = SavedVariable(b, false);
     if (n->should_compute_output(1)) n->self_ = SavedVariable(a, false);
   }
-  current_context().ensure_blas_workspace(false);
   Tensor out = make_tensor({a.size(0), b.size(1)}, a.dtype(), "mm");
-  run_gemm(out, a, b, nullptr);
+  run_gemm(out, a, b, nullptr, false);
   return with_history(out, n);
 }
 
@@ -149,10 +151,9 @@ Tensor addmm(const Tensor& bias_in, const Tensor& a_in, const Tensor& b_in) {
     if (n->should_compute_output(2)) n->mat1_ = SavedVariable(a, false);
     if (n->should_compute_output(1)) n->mat2_ = SavedVariable(b, false);
   }
-  current_context().ensure_blas_workspace(uses_cublaslt(bias, a, b));
   Tensor out = make_tensor(out_shape, a.dtype(), "addmm");
   Tensor eb = expand_to(bias, out_shape);
-  run_gemm(out, a, b, &eb);
+  run_gemm(out, a, b, &eb, uses_cublaslt(bias, a, b));
   return with_history(out, n);
 }
 

@@ -29,6 +29,18 @@ Tensor& normal_(Tensor& t, double mean, double std);
 // views (ops/view.cpp) — see Tensor::view etc.
 Tensor alias_with_sizes(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
 
+// nn layers' ops (ops/embedding.cpp, ops/layer_norm.cpp, ops/attention.cpp)
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);  // over the last dim
+
+// joining, splitting, repeating (ops/shape.cpp)
+Tensor cat(const std::vector<Tensor>& ts, int64_t dim);
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim);  // views
+Tensor flatten(const Tensor& t, int64_t start, int64_t end);
+Tensor repeat_interleave(const Tensor& t, int64_t repeats, int64_t dim);
+Tensor arange(int64_t start, int64_t end);          // int64
+Tensor argmax(const Tensor& t, bool keepdim);        // over the last dim, int64
+
 // copies and casts (ops/copy.cpp)
 Tensor& copy_(Tensor& dst, const Tensor& src);  // broadcasting, dtype converting, in place
 
@@ -46,6 +58,9 @@ Tensor& add_(Tensor& a, double s);
 Tensor& mul_(Tensor& a, const Tensor& b);
 Tensor& mul_(Tensor& a, double s);
 Tensor& div_(Tensor& a, double s);
+Tensor pow(const Tensor& a, double exponent);  // pow.Tensor_Scalar
+Tensor rsqrt(const Tensor& a);
+Tensor silu(const Tensor& a);
 // optimizer arithmetic (no autograd; in-place forms bump versions)
 Tensor sqrt(const Tensor& a);
 Tensor& lerp_(Tensor& a, const Tensor& b, double w);

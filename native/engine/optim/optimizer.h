@@ -4,9 +4,11 @@
 // temporaries of the default foreach path (torch/optim/sgd.py _multi_tensor_sgd,
 // adam.py _multi_tensor_adam) or, with foreach=false, the single-tensor path.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/spec/run_spec.h"
 
 namespace vramlab::engine {
 
@@ -53,11 +55,17 @@ class Adam : public Optimizer {
     double step = 0;  // torch.tensor(0.0) on the CPU
     Tensor exp_avg, exp_avg_sq;
   };
+  void foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& prev_denoms);
   AdamOptions o_;
   std::vector<State> state_;
 };
 
 // AdamW = Adam with decoupled weight decay (default weight_decay 0.01).
 AdamOptions adamw_options(double lr = 1e-3, double weight_decay = 1e-2);
+
+// The optimizer spec.optimizer names ({kind, ...args}) over `params`; null for "none".
+// One line per optimizer in optim/registry.cpp.
+std::unique_ptr<Optimizer> make_optimizer(const KindArgs& spec, std::vector<Tensor> params);
+std::vector<std::string> optimizer_kinds();
 
 }  // namespace vramlab::engine

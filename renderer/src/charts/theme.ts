@@ -24,8 +24,25 @@ export function chartColors(el: Element = document.documentElement): ChartColors
     series: dark
       ? { allocated: '#60a5fa', reserved: '#f59e0b', active: '#34d399' }
       : { allocated: '#1d4ed8', reserved: '#b45309', active: '#047857' },
-    // parameters, gradients, optimizer state, activations, temporaries, inputs, workspace, other, cached-free
-    categories: ['#6366f1', '#f59e0b', '#10b981', '#3b82f6', '#ef4444', '#8b5cf6', '#64748b', '#a3a3a3', dark ? 'rgba(226,232,240,0.35)' : 'rgba(100,116,139,0.45)'],
+    // CATEGORIES' order (main/contract/runs.ts): parameters, gradients, optimizer state,
+    // activations, temporaries, inputs, workspace, other, attention, MLP, norms,
+    // logits / loss, KV cache; then cached-free.
+    categories: [
+      '#6366f1',
+      '#f59e0b',
+      '#10b981',
+      '#3b82f6',
+      '#ef4444',
+      '#8b5cf6',
+      '#64748b',
+      '#a3a3a3',
+      '#ec4899',
+      '#14b8a6',
+      '#eab308',
+      '#f97316',
+      '#0ea5e9',
+      dark ? 'rgba(226,232,240,0.35)' : 'rgba(100,116,139,0.45)',
+    ],
   };
 }
 

@@ -3,6 +3,10 @@
 // Text uses `backticks` for code; the view renders them without HTML.
 import type { DeviceInfo } from '$contract';
 import type { SpecInput } from '$contract/spec';
+import { formatBytes } from '$contract/units';
+import { backOfEnvelope } from './formula';
+import { transformerLessons } from './transformer_lessons';
+import { finetuneLessons } from './finetune_lessons';
 
 export type LessonAction =
   | { kind: 'experiment'; spec: SpecInput; label: string }
@@ -36,6 +40,7 @@ const MiB = 2 ** 20;
 export function lessons(device?: DeviceInfo): Lesson[] {
   const dev = device ?? null;
   const gib = (b: number) => (b / 2 ** 30).toFixed(1);
+  const formula = backOfEnvelope(SEED_MLP, 256);
   return [
     {
       id: 'allocated-vs-reserved',
@@ -265,11 +270,16 @@ export function lessons(device?: DeviceInfo): Lesson[] {
       title: 'Estimating peak memory by formula vs measuring it',
       goal: 'Use parameters x (4 + 4 + 8) + batch x activations, and see where it is off.',
       steps: [
-        { text: 'The experiment form shows the formula\'s prediction live. Set the seed MLP with Adam at batch 256 and note it.' },
-        { text: 'Run it and compare the summary\'s measured peak with the estimate.', action: { kind: 'experiment', spec: { model: SEED_MLP, batch: 256, optimizer: 'adam', history: true }, label: 'Run and compare' } },
-        { text: 'In Compare & sweeps, sweep the batch: the predicted (dashed) and measured lines show where the formula drifts (cuBLAS workspaces, rounding, the foreach step temporaries, the cache).' },
+        {
+          text: `The formula for the seed MLP with Adam at batch 256: ${formula.parameters.toLocaleString('en-US')} parameters x 16 bytes = ${formatBytes(formula.states)}, plus 256 x (2 x 2048 + 10) x 4 bytes of saved activations = ${formatBytes(formula.activations)}: ${formatBytes(formula.bytes)} in all.`,
+        },
+        {
+          text: 'Load the spec into the experiment form: its prediction is not a formula but the run itself, simulated on the card, and says 121.47 MiB over the baseline. Run it and compare the summary\'s measured peak.',
+          action: { kind: 'experiment', spec: { model: SEED_MLP, batch: 256, optimizer: 'adam', history: true }, label: 'Run and compare' },
+        },
+        { text: 'Find the peak on the chart: it is in the optimizer step. The activations the formula adds are already freed there; alive are the weights, gradients and both moment buffers (96.4 MiB), the 1 MiB input batch, and the foreach Adam step\'s temporaries, about one more parameter-sized buffer (24.1 MiB). That buffer is the 21 MiB the formula misses.' },
       ],
-      look: ['The estimate error in the run summary.', 'Peak in the optimizer step vs in backward.'],
+      look: ['The peak over the baseline in the run summary, next to the formula\'s figure above.', 'Peak in the optimizer step vs in backward (the phase peaks table).'],
       check: {
         question: 'Which is usually missing from the simple formula?',
         options: ['Parameters', 'Gradients', 'Temporaries and workspaces (e.g. foreach Adam intermediates, cuBLAS workspace)', 'Adam state'],
@@ -302,6 +312,8 @@ export function lessons(device?: DeviceInfo): Lesson[] {
         explanation: 'At 1 FLOP per 12 bytes it is far below the device\'s FLOPs-per-byte ridge point, so it runs at memory speed. Fusing elementwise ops saves memory traffic and memory.',
       },
     },
+    ...transformerLessons(),
+    ...finetuneLessons(),
   ];
 }
 

@@ -1,5 +1,5 @@
 // The host methods the lab's screens use, typed by the contract (main/contract/methods.ts).
-import type { SpecInput, SweepParam } from '$contract/spec';
+import type { FitParam, SpecInput, SweepParam } from '$contract/spec';
 import { call, type Transport } from '../transport/transport';
 
 export const api = {
@@ -12,5 +12,7 @@ export const api = {
   exportCsv: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportCsv', target),
   exportJson: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportJson', target),
   startSweep: (t: Transport, spec: SpecInput, param: SweepParam, values: unknown[]) => call(t, 'sweep.start', { spec, param, values }),
-  startFit: (t: Transport, spec: SpecInput) => call(t, 'fit.start', { spec }),
+  startFit: (t: Transport, spec: SpecInput, param: FitParam = 'batch') => call(t, 'fit.start', { spec, param }),
+  /** The spec simulated on its card; a newer request on the same channel cancels an older one. */
+  predict: (t: Transport, spec: SpecInput, channel?: string) => call(t, 'run.predict', channel ? { spec, channel } : { spec }),
 };

@@ -5,7 +5,13 @@
 import { CATEGORIES as CONTRACT_CATEGORIES, type MemorySample, type RunEvent } from '$contract/runs';
 
 /** Category labels for legends, in the contract's order. */
-export const CATEGORIES = CONTRACT_CATEGORIES.map((c) => c.replace('_', ' '));
+const LABELS: Partial<Record<(typeof CONTRACT_CATEGORIES)[number], string>> = {
+  optimizer_state: 'optimizer state',
+  mlp: 'MLP',
+  logits: 'logits / loss',
+  kv_cache: 'KV cache',
+};
+export const CATEGORIES = CONTRACT_CATEGORIES.map((c) => LABELS[c] ?? c.replace('_', ' '));
 
 export interface Point {
   x: number;
@@ -167,4 +173,6 @@ export const PHASE_COLORS: Record<string, string> = {
   backward: 'rgba(245, 158, 11, 0.12)',
   optimizer_step: 'rgba(16, 185, 129, 0.14)',
   zero_grad: 'rgba(148, 163, 184, 0.14)',
+  prefill: 'rgba(236, 72, 153, 0.10)',
+  decode: 'rgba(14, 165, 233, 0.10)',
 };

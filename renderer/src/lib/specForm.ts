@@ -1,24 +1,44 @@
 // The experiment form's state (what the user typed, as text) and its translation into a
-// SpecInput, with a reason per field. The contract's checkSpec has the final word; this
-// module adds the checks that only make sense on typed text and maps issues to fields.
+// SpecInput, with a reason per field. Which fields exist, their ranges, defaults and option
+// lists all come from the catalogue (main/contract/catalogue): nothing here names a model
+// family or an optimizer. The contract's checkSpec has the final word; this module adds the
+// checks that only make sense on typed text and maps issues back to fields.
+import {
+  DEFAULT_MODEL_KIND,
+  DEFAULT_OPTIMIZER_KIND,
+  FINETUNE_FIELDS,
+  MODE_DEFAULTS,
+  SPEC_FIELDS,
+  families,
+  familyOf,
+  fieldNames,
+  fillFields,
+  loraAlphaDefault,
+  optimizerOf,
+  type Field,
+  type FinetuneMethod,
+} from '$contract/catalogue';
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
 
-export interface FormState {
-  modelKind: 'mlp' | 'residual';
-  in: string;
-  hidden: string;
-  out: string;
-  dim: string;
-  depth: string;
-  batch: string;
-  iterations: string;
-  accum: string;
+/** Spec fields the form edits directly, by their spec names. */
+export const FORM_SPEC_FIELDS = ['batch', 'iterations', 'accum', 'precision', 'weights', 'mode', 'loss', 'prompt', 'new_tokens', 'cache'] as const;
+type SpecField = (typeof FORM_SPEC_FIELDS)[number];
+/** Every model field of every family: their texts live side by side in the form. */
+export const MODEL_FIELD_NAMES = fieldNames(families());
+
+export type FormState = {
+  modelKind: string;
   checkpoint: 'none' | 'block' | 'every' | 'sqrt';
   every: string;
-  precision: 'fp32' | 'tf32' | 'fp16' | 'bf16';
-  optimizer: 'none' | 'sgd' | 'adam' | 'adamw';
-  mode: 'train' | 'inference' | 'loss_accumulation';
-  loss: 'sum' | 'mse' | 'cross_entropy';
+  optimizer: string;
+  /** The chosen optimizer's arguments: text for numbers, booleans for flags. */
+  optimizerArgs: Record<string, string | boolean>;
+  finetune: FinetuneMethod;
+  blocks: string;
+  rank: string;
+  /** Empty: alpha follows the rank (2 x rank). */
+  alpha: string;
+  targets: string[];
   maxSplitMb: string;
   expandable: boolean;
   gcThreshold: string;
@@ -26,28 +46,52 @@ export interface FormState {
   device: string;
   capacity: string;
   history: boolean;
-}
+} & Record<SpecField, string> & Record<string, unknown>;
 
-export type FieldName = keyof FormState;
+export type FieldName = string;
 export type FieldErrors = Partial<Record<FieldName, string>>;
 
+const text = (f: Field, v: unknown) => (f.type === 'bool' ? v : String(v));
+
+/** The model fields of a family at their defaults (or a preset's values). */
+export function modelTexts(kind: string, values: Record<string, unknown> = {}): Record<string, string> {
+  const fam = familyOf(kind)!;
+  const filled = fillFields(fam.fields, values);
+  return Object.fromEntries(Object.entries(filled).map(([k, v]) => [k, String(v)]));
+}
+
+/** The optimizer's arguments at their defaults, as form values. */
+export function optimizerTexts(kind: string, values: Record<string, unknown> = {}): Record<string, string | boolean> {
+  const o = optimizerOf(kind)!;
+  const filled = fillFields(o.fields, values);
+  return Object.fromEntries(Object.entries(o.fields).map(([k, f]) => [k, text(f, filled[k]) as string | boolean]));
+}
+
+/** The spec field's default for a family and mode (transformers train on batch 8, ...). */
+function specDefault(key: SpecField, kind: string): string {
+  const fam = familyOf(kind)!.specDefaults as Record<string, unknown>;
+  return String(fam[key] ?? SPEC_FIELDS[key].default);
+}
+
 export function defaultForm(): FormState {
-  return {
-    modelKind: 'mlp',
-    in: '1024',
-    hidden: '2048',
-    out: '10',
-    dim: '512',
-    depth: '2',
-    batch: '256',
-    iterations: '2',
-    accum: '1',
+  const kind = DEFAULT_MODEL_KIND;
+  const form: FormState = {
+    modelKind: kind,
+    ...Object.fromEntries(families().flatMap((fam) => Object.entries(modelTexts(fam.kind)))),
+    ...modelTexts(kind),
+    ...(Object.fromEntries(FORM_SPEC_FIELDS.map((k) => [k, specDefault(k, kind)])) as Record<SpecField, string>),
+    // Shown once the mode is "generate": that mode's defaults.
+    prompt: String(MODE_DEFAULTS.generate.prompt),
+    new_tokens: String(MODE_DEFAULTS.generate.new_tokens),
     checkpoint: 'none',
     every: '2',
-    precision: 'fp32',
-    optimizer: 'adam',
-    mode: 'train',
-    loss: 'sum',
+    optimizer: DEFAULT_OPTIMIZER_KIND,
+    optimizerArgs: optimizerTexts(DEFAULT_OPTIMIZER_KIND),
+    finetune: 'full',
+    blocks: String(FINETUNE_FIELDS.blocks.default),
+    rank: String(FINETUNE_FIELDS.rank.default),
+    alpha: '',
+    targets: [],
     maxSplitMb: '',
     expandable: false,
     gcThreshold: '',
@@ -56,6 +100,30 @@ export function defaultForm(): FormState {
     capacity: '',
     history: true,
   };
+  return form;
+}
+
+/** Switches the family: its fields at their defaults (or the preset's), the spec defaults
+ * it changes (batch, loss) reset, and what it does not support turned off. */
+export function chooseFamily(f: FormState, kind: string, preset?: Record<string, unknown>): void {
+  const fam = familyOf(kind);
+  if (!fam) return;
+  const before = familyOf(f.modelKind)?.specDefaults ?? {};
+  f.modelKind = kind;
+  Object.assign(f, modelTexts(kind, preset));
+  for (const key of new Set([...Object.keys(before), ...Object.keys(fam.specDefaults)]) as Set<SpecField>) f[key] = specDefault(key, kind);
+  if (!fam.losses.includes(f.loss as never)) f.loss = fam.losses[0];
+  if (!fam.blocks) f.checkpoint = 'none';
+  if (!fam.transformer) {
+    f.finetune = 'full';
+    if (f.mode === 'generate') f.mode = 'train';
+  }
+  f.targets = [...fam.loraDefaultTargets];
+}
+
+export function chooseOptimizer(f: FormState, kind: string): void {
+  f.optimizer = kind;
+  f.optimizerArgs = optimizerTexts(kind);
 }
 
 const INT = /^\s*[0-9]+\s*$/;
@@ -76,42 +144,38 @@ export interface FormResult {
   errors: FieldErrors;
 }
 
-// Spec paths (as checkSpec names them) back to the form field that set them.
-const PATH_TO_FIELD: Record<string, FieldName> = {
-  'model.in': 'in',
-  'model.hidden': 'hidden',
-  'model.out': 'out',
-  'model.dim': 'dim',
-  'model.depth': 'depth',
-  batch: 'batch',
-  iterations: 'iterations',
-  accum: 'accum',
-  'checkpoint.every': 'every',
-  checkpoint: 'every',
-  precision: 'precision',
-  optimizer: 'optimizer',
-  mode: 'mode',
-  loss: 'loss',
-  alloc_conf: 'maxSplitMb',
-  device: 'device',
-  capacity: 'capacity',
-};
+/** The form field a spec path (as checkSpec names it) was set from. */
+function fieldFor(path: string): FieldName | undefined {
+  const [head, sub] = path.split('.');
+  if (head === 'model') return sub === 'kind' ? 'modelKind' : sub;
+  if (head === 'optimizer') return sub ? `optimizer_${sub}` : 'optimizer';
+  if (head === 'finetune') return sub === 'targets' ? 'targets' : sub === 'method' || !sub ? 'finetune' : sub;
+  if (head === 'checkpoint') return 'every';
+  if (head === 'alloc_conf') return 'maxSplitMb';
+  if ((FORM_SPEC_FIELDS as readonly string[]).includes(head) || head === 'device' || head === 'capacity') return head;
+  return undefined;
+}
 
 export function formToSpec(f: FormState): FormResult {
   const errors: FieldErrors = {};
-  const int = (field: FieldName, text: string): number | undefined => {
-    if (!INT.test(text)) {
-      errors[field] = text.trim() === '' ? 'required' : `"${text}" is not a whole number`;
+  const parse = (key: FieldName, field: Field, value: unknown): unknown => {
+    if (field.type === 'bool') return Boolean(value);
+    if (field.type === 'enum') return value;
+    const t = String(value ?? '');
+    const ok = field.type === 'int' ? INT.test(t) : NUM.test(t);
+    if (!ok) {
+      errors[key] = t.trim() === '' ? 'required' : `"${t}" is not a ${field.type === 'int' ? 'whole number' : 'number'}`;
       return undefined;
     }
-    return Number(text);
+    return Number(t);
   };
-  const model: Record<string, unknown> = { kind: f.modelKind, depth: int('depth', f.depth) };
-  if (f.modelKind === 'mlp') {
-    model.in = int('in', f.in);
-    model.hidden = int('hidden', f.hidden);
-    model.out = int('out', f.out);
-  } else model.dim = int('dim', f.dim);
+  const fam = familyOf(f.modelKind)!;
+  const model: Record<string, unknown> = { kind: fam.kind };
+  for (const [k, field] of Object.entries(fam.fields)) model[k] = parse(k, field, f[k]);
+  const opt = optimizerOf(f.optimizer)!;
+  const optimizer: Record<string, unknown> = { kind: opt.kind };
+  for (const [k, field] of Object.entries(opt.fields)) optimizer[k] = parse(`optimizer_${k}`, field, f.optimizerArgs[k] ?? field.default);
+  const top = Object.fromEntries(FORM_SPEC_FIELDS.map((k) => [k, parse(k, SPEC_FIELDS[k], f[k])]));
 
   if (f.maxSplitMb.trim()) {
     if (!INT.test(f.maxSplitMb)) errors.maxSplitMb = `"${f.maxSplitMb}" is not a whole number of MiB`;
@@ -133,62 +197,77 @@ export function formToSpec(f: FormState): FormResult {
     else capacity = bytes;
   }
 
-  const spec: SpecInput = {
-    model: model as SpecInput['model'],
-    batch: int('batch', f.batch),
-    iterations: int('iterations', f.iterations),
-    accum: int('accum', f.accum),
-    checkpoint: f.checkpoint === 'every' ? { every: int('every', f.every) ?? 1 } : f.checkpoint,
-    precision: f.precision,
-    optimizer: f.optimizer,
-    mode: f.mode,
-    loss: f.loss,
+  const spec: Record<string, unknown> = {
+    model,
+    batch: top.batch,
+    iterations: top.iterations,
+    accum: top.accum,
+    checkpoint: f.checkpoint === 'every' ? { every: parse('every', { type: 'int', min: 1, max: 1, default: 1, label: '', meaning: '' }, f.every) ?? 1 } : f.checkpoint,
+    precision: top.precision,
+    weights: top.weights,
+    // Just the kind while every argument is at its default, as people write it.
+    optimizer: Object.entries(opt.fields).every(([k, field]) => optimizer[k] === field.default) ? opt.kind : optimizer,
+    mode: top.mode,
+    loss: top.loss,
     alloc_conf: allocConf(f),
     device: f.device,
     capacity,
     history: f.history,
   };
+  if (fam.transformer && f.finetune !== 'full') {
+    if (f.finetune === 'freeze') spec.finetune = { method: 'freeze', blocks: parse('blocks', FINETUNE_FIELDS.blocks, f.blocks) };
+    else {
+      const lora: Record<string, unknown> = { method: 'lora', rank: parse('rank', FINETUNE_FIELDS.rank, f.rank), targets: f.targets };
+      if (f.alpha.trim()) lora.alpha = parse('alpha', FINETUNE_FIELDS.alpha, f.alpha);
+      spec.finetune = lora;
+    }
+  }
+  if (top.mode === 'generate') {
+    spec.prompt = top.prompt;
+    spec.new_tokens = top.new_tokens;
+    spec.cache = top.cache;
+  }
   // Let the contract judge ranges and cross-field rules; keep the first reason per field.
   const checked = checkSpec(spec);
   if (!checked.ok) {
     for (const issue of checked.issues) {
-      const path = issue.startsWith('model.kind') ? 'model.kind' : issue.slice(0, issue.indexOf(':'));
-      const field = PATH_TO_FIELD[path];
-      const reason = issue.slice(issue.indexOf(':') + 1).trim();
+      const disc = /^([a-z_]+\.[a-z_]+) must be/.exec(issue);
+      const path = disc ? disc[1] : issue.slice(0, issue.indexOf(':'));
+      const field = fieldFor(path);
+      const reason = disc ? issue : issue.slice(issue.indexOf(':') + 1).trim();
       if (field && !errors[field]) errors[field] = reason;
       else if (!field && !errors.device) errors.device = issue;
     }
   }
-  return { spec: Object.keys(errors).length ? null : spec, errors };
+  return { spec: Object.keys(errors).length ? null : (spec as SpecInput), errors };
 }
 
-/** The form for a spec already run (so a run from history can be edited and run again). */
+/** The form for a spec already run (so a run from history or a lesson can be edited and run again). */
 export function specToForm(spec: SpecInput): FormState {
   const f = defaultForm();
-  const m = (spec.model ?? {}) as Record<string, unknown>;
-  if (m.kind === 'residual') {
-    f.modelKind = 'residual';
-    f.depth = String(m.depth ?? 20);
-    f.dim = String(m.dim ?? 512);
-  } else {
-    f.depth = String(m.depth ?? 2);
-    f.in = String(m.in ?? 1024);
-    f.hidden = String(m.hidden ?? 2048);
-    f.out = String(m.out ?? 10);
-  }
-  if (spec.batch !== undefined) f.batch = String(spec.batch);
-  if (spec.iterations !== undefined) f.iterations = String(spec.iterations);
-  if (spec.accum !== undefined) f.accum = String(spec.accum);
+  const m = (spec.model ?? { kind: DEFAULT_MODEL_KIND }) as Record<string, unknown>;
+  chooseFamily(f, String(m.kind), m);
+  for (const k of FORM_SPEC_FIELDS) if (spec[k] !== undefined) f[k] = String(spec[k]);
   const c = spec.checkpoint;
   if (c && typeof c === 'object') {
     f.checkpoint = 'every';
     f.every = String(c.every);
   } else if (c) f.checkpoint = c;
-  if (spec.precision) f.precision = spec.precision;
   const o = spec.optimizer;
-  if (o) f.optimizer = typeof o === 'string' ? o : o.kind;
-  if (spec.mode) f.mode = spec.mode;
-  if (spec.loss) f.loss = spec.loss;
+  if (o) {
+    const kind = typeof o === 'string' ? o : o.kind;
+    f.optimizer = kind;
+    f.optimizerArgs = optimizerTexts(kind, typeof o === 'string' ? {} : (o as Record<string, unknown>));
+  }
+  const ft = spec.finetune as { method: FinetuneMethod; blocks?: number; rank?: number; alpha?: number; targets?: string[] } | undefined;
+  if (ft) {
+    f.finetune = ft.method;
+    if (ft.blocks !== undefined) f.blocks = String(ft.blocks);
+    if (ft.rank !== undefined) f.rank = String(ft.rank);
+    // An alpha equal to 2 x rank is the default: leave it following the rank.
+    if (ft.alpha !== undefined && !(ft.rank !== undefined && ft.alpha === loraAlphaDefault(ft.rank))) f.alpha = String(ft.alpha);
+    if (ft.targets) f.targets = [...ft.targets];
+  }
   if (spec.device) f.device = spec.device;
   if (spec.capacity !== undefined && spec.capacity !== null) f.capacity = String(spec.capacity);
   if (spec.history !== undefined) f.history = spec.history;

@@ -41,7 +41,9 @@ __device__ __forceinline__ float apply_op(float a, float b, float c, float s) {
     else if constexpr (Op == 12) return a * s;  // MulScalar
     else if constexpr (Op == 13) return a / s;  // DivScalar
     else if constexpr (Op == 14) return s - a;  // RSubScalar
-    else return powf(a, s);                     // PowScalar
+    else if constexpr (Op == 15) return powf(a, s);  // PowScalar
+    else if constexpr (Op == 16) return a / (1.f + expf(-a));  // Silu
+    else return rsqrtf(a);                           // Rsqrt
   } else if constexpr (Kind == kBinary) {
     if constexpr (Op == 0) return a + s * b;                 // Add
     else if constexpr (Op == 1) return a - s * b;            // Sub
@@ -52,7 +54,11 @@ __device__ __forceinline__ float apply_op(float a, float b, float c, float s) {
     else if constexpr (Op == 6) return a * gelu_tanh_grad_f(b);
     else if constexpr (Op == 7) return (a - b) * (a - b);    // SqDiff
     else if constexpr (Op == 8) return a + s * (b - a);      // Lerp
-    else return a > b ? a : b;                               // Maximum
+    else if constexpr (Op == 9) return a > b ? a : b;        // Maximum
+    else {                                                   // SiluBackward
+      float sg = 1.f / (1.f + expf(-b));
+      return a * sg * (1.f + b * (1.f - sg));
+    }
   } else {
     if constexpr (Op == 0) return a + s * b * c;  // Addcmul
     else if constexpr (Op == 1) return a + s * b / c;  // Addcdiv

@@ -1,0 +1,42 @@
+// The spec's keys for `vramlab run --help`, read off the catalogue: every family's and
+// optimizer's fields with their defaults and ranges, the spec's own fields, the presets.
+import { SPEC_FIELDS, FINETUNE_FIELDS, MODE_DEFAULTS, families, optimizers, type Field, type Fields } from '../contract/catalogue';
+
+function range(f: Field): string {
+  if (f.type === 'enum') return f.options.map((o) => o.value).join(' | ');
+  if (f.type === 'bool') return 'true | false';
+  if (f.type === 'int') return `${f.min}..${f.max}`;
+  return `${f.minExclusive ? '>' : ''}${f.min}..${f.maxExclusive ? '<' : ''}${f.max}`;
+}
+const dflt = (f: Field) => (f.type === 'int' && f.defaultFrom ? `= ${f.defaultFrom}` : JSON.stringify(f.default));
+const fieldLines = (fields: Fields, indent: string) =>
+  Object.entries(fields).map(([k, f]) => `${indent}${k.padEnd(16)} ${dflt(f).padEnd(10)} ${range(f).padEnd(24)} ${f.meaning}`);
+
+export function specHelp(): string {
+  const lines: string[] = ['Spec keys (all optional; defaults are the parity protocol\'s):', ''];
+  lines.push('  model {"kind": ..., fields}: default {"kind": "mlp"}');
+  for (const fam of families()) {
+    const extra = Object.entries(fam.specDefaults).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
+    lines.push(`    ${fam.kind}: ${fam.summary}${extra.length ? ` (defaults: ${extra.join(', ')})` : ''}`);
+    lines.push(...fieldLines(fam.fields, '      '));
+    if (fam.presets.length) lines.push(`      presets: ${fam.presets.map((p) => p.label).join('; ')}`);
+  }
+  lines.push('', '  optimizer "kind" or {"kind": ..., fields}: default "adam"');
+  for (const o of optimizers()) {
+    lines.push(`    ${o.kind}: ${o.summary}`);
+    lines.push(...fieldLines(o.fields, '      '));
+  }
+  lines.push('', '  checkpoint       "none"     none | block | sqrt | {"every": k}   models with blocks: ' + families().filter((f) => f.blocks).map((f) => f.kind).join(', '));
+  lines.push(...fieldLines(SPEC_FIELDS, '  '));
+  lines.push(
+    '  finetune         {"method":"full"} | {"method":"freeze","blocks":k} | {"method":"lora","rank":r,"alpha":a,"targets":[...]}   transformers only',
+  );
+  lines.push(...fieldLines(FINETUNE_FIELDS, '    '));
+  for (const fam of families()) if (fam.loraTargets.length) lines.push(`    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')})`);
+  lines.push('  shapes           null       [{"batch": b, "seq": t}, ...]   one training iteration per entry (transformers)');
+  lines.push(`  mode defaults:   ${Object.entries(MODE_DEFAULTS).map(([m, d]) => `${m}: ${JSON.stringify(d)}`).join('; ')}`);
+  lines.push('  alloc_conf       ""         PYTORCH_CUDA_ALLOC_CONF syntax');
+  lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "cuda:0" (\'vramlab devices\')');
+  lines.push('  capacity         null       a size like "20GiB" or bytes');
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,127 @@
+// Shared by the run, sweep and fit commands: reading a spec file, opening the store and
+// a manager, the progress line on stderr, and the human-readable result.
+import { readFileSync } from 'node:fs';
+import type { CliIO } from './io';
+import { UsageError } from './io';
+import { formatBytes, table } from './format';
+import { loadAddon } from '../addon/load';
+import type { RunMeta } from '../contract/runs';
+import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
+import { defaultHome } from '../paths';
+import { RunStore } from '../store/store';
+import { RunManager } from '../runner/manager';
+import type { PeakTracker } from '../runner/summary';
+
+/** The spec file as JSON, with --device / --capacity applied. Bad files are usage errors. */
+export function readSpecFile(file: string | undefined, overrides: { device?: string; capacity?: string }): SpecInput {
+  if (!file) throw new UsageError('missing SPEC.json');
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${file} is not JSON: ${(err as Error).message}`);
+  }
+  if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw new UsageError(`${file}: the spec must be a JSON object`);
+  const out = { ...(spec as Record<string, unknown>) };
+  if (overrides.device !== undefined) out.device = overrides.device;
+  if (overrides.capacity !== undefined) out.capacity = overrides.capacity;
+  return out as SpecInput;
+}
+
+/** Turns a SpecError into a usage error (exit 2) with every issue on its own line. */
+export function specUsage(err: unknown): never {
+  if (err instanceof SpecError) throw new UsageError(`invalid spec:\n  ${err.issues.join('\n  ')}`);
+  throw err;
+}
+
+/** readSpecFile, then validation: nothing starts on a bad spec (exit 2 with every issue). */
+export function loadSpecFile(
+  file: string | undefined,
+  overrides: { device?: string; capacity?: string },
+): { input: SpecInput; spec: Spec } {
+  const input = readSpecFile(file, overrides);
+  try {
+    return { input, spec: parseSpec(input) };
+  } catch (err) {
+    specUsage(err);
+  }
+}
+
+export async function openManager(): Promise<RunManager> {
+  const store = await RunStore.open(defaultHome());
+  return new RunManager(loadAddon(), store);
+}
+
+/** A progress line at most once a second, only once the run has gone on for a second. */
+export function progressPrinter(io: CliIO, label: string, quiet: boolean): (t: PeakTracker) => void {
+  const start = Date.now();
+  let last = 0;
+  return (t) => {
+    if (quiet) return;
+    const now = Date.now();
+    if (now - start < 1000 || now - last < 1000) return;
+    last = now;
+    const at = t.phases.current();
+    const s = t.latest;
+    io.err(
+      `${label}  ${((now - start) / 1000).toFixed(1)} s  it ${at.iteration < 0 ? '-' : at.iteration} ${at.phase || 'setup'}` +
+        (s ? `  allocated ${formatBytes(s.allocated)}  reserved ${formatBytes(s.reserved)}` : '') +
+        `  peak ${formatBytes(t.peakAllocated)}\n`,
+    );
+  };
+}
+
+/** The `--json` object: readings in bytes over the baseline, plus the OOM (or null). */
+export function runJsonResult(meta: RunMeta): Record<string, unknown> {
+  const s = meta.summary;
+  return {
+    id: meta.id,
+    name: meta.name,
+    status: meta.status,
+    device: meta.device,
+    readings: s?.readings ?? {},
+    oom: s?.oom ?? null,
+    error: s?.error ?? null,
+    baseline: s?.baseline ?? null,
+    peak_allocated: s?.peak_allocated ?? null,
+    peak_reserved: s?.peak_reserved ?? null,
+    peaks: s?.peaks ?? [],
+    parameters: s?.parameters ?? null,
+    trainable_parameters: s?.trainable_parameters ?? null,
+    sdpa_backend: s?.sdpa_backend ?? null,
+    duration_ms: s?.duration_ms ?? null,
+    sim_time_ms: s?.sim_time_ms ?? null,
+    spec: meta.spec,
+  };
+}
+
+export function describeRun(meta: RunMeta): string {
+  const s = meta.summary;
+  const lines = [`run ${meta.id}  "${meta.name}"  ${meta.status}  on ${meta.device}`];
+  if (!s) return lines.join('\n') + '\n';
+  const readings = Object.entries(s.readings);
+  if (readings.length)
+    lines.push('', table(['reading', 'bytes', 'size'], readings.map(([k, v]) => [k, String(v), formatBytes(v)])).trimEnd());
+  lines.push('', `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`);
+  if (s.parameters !== undefined)
+    lines.push(
+      `${s.parameters.toLocaleString('en-US')} parameters` +
+        (s.trainable_parameters !== s.parameters ? `, ${s.trainable_parameters.toLocaleString('en-US')} trainable` : '') +
+        (s.sdpa_backend ? `; attention backend ${s.sdpa_backend}` : ''),
+    );
+  if (s.oom) {
+    lines.push('', `OUT OF MEMORY in ${s.oom.phase || 'setup'}${s.oom.iteration >= 0 ? ` (iteration ${s.oom.iteration})` : ''}:`, s.oom.message);
+    lines.push(
+      `largest category: ${s.oom.dominant.category} ${formatBytes(s.oom.dominant.bytes)}; reserved but unallocated ${formatBytes(s.oom.reserved_unallocated)}`,
+    );
+    for (const tip of s.oom.suggestions) lines.push(`  try ${tip}`);
+  }
+  if (s.error) lines.push('', `error: ${s.error}`);
+  return lines.join('\n') + '\n';
+}

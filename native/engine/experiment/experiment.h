@@ -1,0 +1,38 @@
+#pragma once
+// One experiment, as the parity protocols run it (../shared/refs/torch_protocol.py and
+// torch_protocol_finetune.py): a device and allocator, a warm-up that creates the cuBLAS
+// workspaces, then the model, its input and the measured loop of the spec's mode
+// (train, inference, loss_accumulation, generate). Readings are memory_allocated()
+// (reserved for reserved_*) relative to the base read after the warm-up.
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/core/context.h"
+#include "engine/spec/run_spec.h"
+
+namespace vramlab::engine {
+
+struct RunResult {
+  std::vector<std::pair<std::string, int64_t>> readings;  // in protocol order
+  int64_t base = 0;
+  int64_t num_parameters = 0, trainable_parameters = 0;
+  double modeled_time_ms = 0;  // sim time model over the measured loop
+  std::string sdpa_backend;    // the attention backend the transformer ran ("" without attention)
+  std::string memory_summary;
+  int64_t at(const std::string& key) const;  // throws std::out_of_range
+};
+
+// Everything about a spec that can be refused without running it (values, the family's
+// arguments, fine-tuning targets): throws std::invalid_argument naming the field.
+void check_run_spec(const RunSpec& spec);
+
+RunResult run_experiment(const RunSpec& spec, const RunOptions& options = {},
+                         std::function<void(const EngineEvent&)> on_event = {});
+
+// The seed example "Tracking GPU memory during training" (absolute readings): a plain
+// matmul warm-up, the seed MLP, one forward, loss = y.sum(), backward.
+RunResult run_seed_example(const std::string& device = "sim:h200-141gb");
+
+}  // namespace vramlab::engine

@@ -1,0 +1,15 @@
+#pragma once
+// Scaled-dot-product attention and the fused backend PyTorch would run it on.
+#include "engine/core/tensor.h"
+
+namespace vramlab::engine {
+
+enum class SdpaBackend : uint8_t { Cudnn, Flash, Efficient };
+const char* sdpa_backend_name(SdpaBackend b);
+// The backend torch.nn.functional.scaled_dot_product_attention picks for these inputs on
+// the current device (throws for shapes only the unmodelled math fallback takes).
+SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal);
+// q, k, v: (batch, heads, seq, head_dim); scale 1/sqrt(head_dim); no mask, no dropout.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal);
+
+}  // namespace vramlab::engine

@@ -1,0 +1,187 @@
+#include <stdexcept>
+
+#include "engine/spec/run_spec.h"
+
+namespace vramlab::engine {
+
+namespace {
+
+const SpecValue& need(const SpecValue& o, const std::string& key, const std::string& path) {
+  const SpecValue* v = o.find(key);
+  if (!v) throw std::invalid_argument(path + "." + key + " is missing");
+  return *v;
+}
+
+KindArgs read_kind_args(const SpecValue& v, const std::string& path) {
+  if (!v.is_object()) throw std::invalid_argument(path + " must be an object with a kind");
+  KindArgs k;
+  k.kind = need(v, "kind", path).as_string(path + ".kind");
+  k.args = v;
+  k.path = path;
+  return k;
+}
+
+CheckpointSpec read_checkpoint(const SpecValue& v) {
+  CheckpointSpec c;
+  if (v.is_object()) {
+    c.mode = CheckpointSpec::Mode::Every;
+    c.every = need(v, "every", "spec.checkpoint").as_int("spec.checkpoint.every");
+    if (c.every < 1) throw std::invalid_argument("spec.checkpoint.every must be at least 1");
+    return c;
+  }
+  const std::string& s = v.as_string("spec.checkpoint");
+  if (s == "none") c.mode = CheckpointSpec::Mode::None;
+  else if (s == "block") c.mode = CheckpointSpec::Mode::Block;
+  else if (s == "sqrt") c.mode = CheckpointSpec::Mode::Sqrt;
+  else throw std::invalid_argument("spec.checkpoint must be \"none\", \"block\", \"sqrt\" or {\"every\": k}");
+  return c;
+}
+
+FinetuneSpec read_finetune(const SpecValue& v) {
+  const std::string p = "spec.finetune";
+  FinetuneSpec f;
+  f.method = need(v, "method", p).as_string(p + ".method");
+  if (f.method == "freeze") {
+    f.blocks = need(v, "blocks", p).as_int(p + ".blocks");
+  } else if (f.method == "lora") {
+    f.rank = need(v, "rank", p).as_int(p + ".rank");
+    f.alpha = need(v, "alpha", p).as_number(p + ".alpha");
+    const SpecValue& t = need(v, "targets", p);
+    if (t.kind() != SpecValue::Kind::Array) throw std::invalid_argument(p + ".targets must be an array");
+    for (size_t i = 0; i < t.items().size(); ++i)
+      f.targets.push_back(t.items()[i].as_string(p + ".targets[" + std::to_string(i) + "]"));
+  } else if (f.method != "full") {
+    throw std::invalid_argument(p + ".method must be \"full\", \"freeze\" or \"lora\"");
+  }
+  return f;
+}
+
+}  // namespace
+
+int64_t KindArgs::i(const std::string& key) const { return need(args, key, path).as_int(path + "." + key); }
+double KindArgs::f(const std::string& key) const { return need(args, key, path).as_number(path + "." + key); }
+bool KindArgs::b(const std::string& key) const { return need(args, key, path).as_bool(path + "." + key); }
+const std::string& KindArgs::s(const std::string& key) const {
+  return need(args, key, path).as_string(path + "." + key);
+}
+std::vector<std::string> KindArgs::strings(const std::string& key) const {
+  const SpecValue& a = need(args, key, path);
+  if (a.kind() != SpecValue::Kind::Array) throw std::invalid_argument(path + "." + key + " must be an array");
+  std::vector<std::string> out;
+  for (auto& v : a.items()) out.push_back(v.as_string(path + "." + key));
+  return out;
+}
+
+RunSpec read_run_spec(const SpecValue& v) {
+  if (!v.is_object()) throw std::invalid_argument("spec must be an object");
+  const std::string p = "spec";
+  auto str = [&](const char* k) { return need(v, k, p).as_string(p + "." + k); };
+  auto int_ = [&](const char* k) { return need(v, k, p).as_int(p + "." + k); };
+  auto flag = [&](const char* k) { return need(v, k, p).as_bool(p + "." + k); };
+  RunSpec s;
+  s.model = read_kind_args(need(v, "model", p), "spec.model");
+  s.optimizer = read_kind_args(need(v, "optimizer", p), "spec.optimizer");
+  s.batch = int_("batch");
+  s.iterations = int_("iterations");
+  s.accum = int_("accum");
+  s.checkpoint = read_checkpoint(need(v, "checkpoint", p));
+  s.precision = str("precision");
+  s.weights = str("weights");
+  s.set_to_none = flag("set_to_none");
+  s.mode = str("mode");
+  s.keep_loss_graph = flag("keep_loss_graph");
+  s.loss = str("loss");
+  s.finetune = read_finetune(need(v, "finetune", p));
+  if (const SpecValue* sh = v.find("shapes"); sh && !sh->is_null()) {
+    if (sh->kind() != SpecValue::Kind::Array) throw std::invalid_argument("spec.shapes must be an array or null");
+    for (size_t i = 0; i < sh->items().size(); ++i) {
+      std::string q = "spec.shapes[" + std::to_string(i) + "]";
+      const SpecValue& e = sh->items()[i];
+      s.shapes.push_back({need(e, "batch", q).as_int(q + ".batch"), need(e, "seq", q).as_int(q + ".seq")});
+    }
+  }
+  s.prompt = int_("prompt");
+  s.new_tokens = int_("new_tokens");
+  s.cache = str("cache");
+  s.alloc_conf = str("alloc_conf");
+  s.device = str("device");
+  const SpecValue& cap = need(v, "capacity", p);
+  s.capacity = cap.is_null() ? 0 : cap.as_int("spec.capacity");
+  if (s.capacity < 0) throw std::invalid_argument("spec.capacity must not be negative");
+  s.history = flag("history");
+  return s;
+}
+
+RunOptions read_run_options(const SpecValue& v) {
+  RunOptions o;
+  if (v.is_null()) return o;
+  if (!v.is_object()) throw std::invalid_argument("options must be an object");
+  for (auto& [k, f] : v.fields()) {
+    const std::string p = "options." + k;
+    if (k == "backend") o.backend = f.as_string(p);
+    else if (k == "warmup") o.warmup = f.as_string(p);
+    else if (k == "grad_scaler") o.grad_scaler = f.as_bool(p);
+    else if (k == "sample_every") o.sample_every = f.as_int(p);
+    else if (k == "seed") o.seed = uint64_t(f.as_int(p));
+    else throw std::invalid_argument(p + " is not a run option (backend, warmup, grad_scaler, sample_every, seed)");
+  }
+  return o;
+}
+
+SpecValue write_run_spec(const RunSpec& s) {
+  std::map<std::string, SpecValue> f;
+  f["model"] = s.model.args;
+  f["optimizer"] = s.optimizer.args;
+  f["batch"] = SpecValue::number(double(s.batch));
+  f["iterations"] = SpecValue::number(double(s.iterations));
+  f["accum"] = SpecValue::number(double(s.accum));
+  std::string buf;
+  if (s.checkpoint.mode == CheckpointSpec::Mode::Every)
+    f["checkpoint"] = SpecValue::object({{"every", SpecValue::number(double(s.checkpoint.every))}});
+  else
+    f["checkpoint"] = SpecValue::string(checkpoint_label(s.checkpoint, buf));
+  f["precision"] = SpecValue::string(s.precision);
+  f["weights"] = SpecValue::string(s.weights);
+  f["set_to_none"] = SpecValue::boolean(s.set_to_none);
+  f["mode"] = SpecValue::string(s.mode);
+  f["keep_loss_graph"] = SpecValue::boolean(s.keep_loss_graph);
+  f["loss"] = SpecValue::string(s.loss);
+  std::map<std::string, SpecValue> ft{{"method", SpecValue::string(s.finetune.method)}};
+  if (s.finetune.method == "freeze") ft["blocks"] = SpecValue::number(double(s.finetune.blocks));
+  if (s.finetune.method == "lora") {
+    ft["rank"] = SpecValue::number(double(s.finetune.rank));
+    ft["alpha"] = SpecValue::number(s.finetune.alpha);
+    std::vector<SpecValue> t;
+    for (auto& x : s.finetune.targets) t.push_back(SpecValue::string(x));
+    ft["targets"] = SpecValue::array(std::move(t));
+  }
+  f["finetune"] = SpecValue::object(std::move(ft));
+  if (s.shapes.empty()) {
+    f["shapes"] = SpecValue();
+  } else {
+    std::vector<SpecValue> sh;
+    for (auto& e : s.shapes)
+      sh.push_back(SpecValue::object({{"batch", SpecValue::number(double(e.batch))}, {"seq", SpecValue::number(double(e.seq))}}));
+    f["shapes"] = SpecValue::array(std::move(sh));
+  }
+  f["prompt"] = SpecValue::number(double(s.prompt));
+  f["new_tokens"] = SpecValue::number(double(s.new_tokens));
+  f["cache"] = SpecValue::string(s.cache);
+  f["alloc_conf"] = SpecValue::string(s.alloc_conf);
+  f["device"] = SpecValue::string(s.device);
+  f["capacity"] = s.capacity ? SpecValue::number(double(s.capacity)) : SpecValue();
+  f["history"] = SpecValue::boolean(s.history);
+  return SpecValue::object(std::move(f));
+}
+
+const char* checkpoint_label(const CheckpointSpec& c, std::string& buf) {
+  switch (c.mode) {
+    case CheckpointSpec::Mode::None: return "none";
+    case CheckpointSpec::Mode::Block: return "block";
+    case CheckpointSpec::Mode::Sqrt: return "sqrt";
+    case CheckpointSpec::Mode::Every: buf = "every:" + std::to_string(c.every); return buf.c_str();
+  }
+  return "none";
+}
+
+}  // namespace vramlab::engine
