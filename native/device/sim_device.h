@@ -55,7 +55,7 @@ class SimDevice : public Device {
  private:
   uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
   bool take_va_at(uintptr_t va, size_t bytes);
-  bool carve_va(uintptr_t va, size_t len);  // [va, va+len) must be free address space
+  bool claim_va(uintptr_t va, size_t len);  // no live allocation or reservation may overlap
   void give_va(uintptr_t va, size_t bytes);
 
   std::string id_, name_;
