@@ -56,8 +56,32 @@ export const DEFAULT_LIMITS: ReadLimits = {
   maxTextNumber: 1024,
 };
 
+/**
+ * Lets a caller consume a long list while it is read instead of keeping it (a snapshot's
+ * millions of trace events go straight into typed arrays). The reader stays the judge of
+ * what is valid; hooks only see finished values.
+ */
+export interface ReadHooks {
+  /** A container was stored in the memo at idx. */
+  memoized?(value: PickleValue, idx: number): void;
+  /** Items are about to be appended to list; what is returned is appended instead. */
+  append?(list: PickleValue[], items: PickleValue[], reader: HookContext): PickleValue[];
+}
+
+export interface HookContext {
+  /** Absolute input offset reached, and the input's length (for progress). */
+  readonly offset: number;
+  readonly length: number;
+  /**
+   * Let go of a value the hook has consumed: its memo entry (idx) becomes `replacement`,
+   * or is dropped when none is given (a later GET of it then fails).
+   */
+  release(value: PickleValue, idx: number, replacement?: PickleValue): void;
+}
+
 export interface ReadOptions {
   limits?: Partial<ReadLimits>;
+  hooks?: ReadHooks;
   /** Accept bytes after STOP (Python ignores them). Default false: they mean a damaged file. */
   allowTrailing?: boolean;
 }
@@ -78,7 +102,7 @@ export function readPickleFile(path: string, options: ReadOptions & { chunkBytes
 }
 
 function parse(src: ByteSource, options: ReadOptions): PickleValue {
-  const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false);
+  const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
   return reader.run();
 }
 
@@ -111,6 +135,8 @@ class Reader {
   private stack: PickleValue[] = [];
   private marks: number[] = [];
   private memo = new Map<number, PickleValue>();
+  /** Distinct memo indices ever stored (Python's len(memo); entries a hook released still count). */
+  private memoCount = 0;
   /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
   private shared = new Set<Container>();
   private containers = 0;
@@ -123,7 +149,27 @@ class Reader {
     private src: ByteSource,
     private limits: ReadLimits,
     private allowTrailing: boolean,
+    private hooks?: ReadHooks,
   ) {}
+
+  private ctx?: HookContext;
+
+  /** What a hook may do to the reader (see ReadHooks). */
+  private hookContext(): HookContext {
+    const self = this;
+    return (this.ctx ??= {
+      get offset() {
+        return self.src.base + self.src.i;
+      },
+      length: this.src.length,
+      release(value, idx, replacement) {
+        if (self.memo.get(idx) !== value) return;
+        if (replacement === undefined) self.memo.delete(idx);
+        else self.memo.set(idx, replacement);
+        if (isContainer(value)) self.shared.delete(value);
+      },
+    });
+  }
 
   run(): PickleValue {
     try {
@@ -469,12 +515,15 @@ class Reader {
         const v = this.pop();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (v === list) this.fail('malformed', 'a list cannot contain itself');
-        list.push(v);
+        if (this.hooks?.append) for (const x of this.hooks.append(list, [v], this.hookContext())) list.push(x);
+        else list.push(v);
         return;
       }
       case Op.APPENDS: {
-        const items = this.popMark();
+        let items = this.popMark();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
+        if (items.includes(list)) this.fail('malformed', 'a list cannot contain itself');
+        if (this.hooks?.append) items = this.hooks.append(list, items, this.hookContext());
         for (const v of items) {
           if (v === list) this.fail('malformed', 'a list cannot contain itself');
           list.push(v);
@@ -513,7 +562,7 @@ class Reader {
       case Op.LONG_BINPUT:
         return this.put(this.u32());
       case Op.MEMOIZE:
-        return this.put(this.memo.size);
+        return this.put(this.memoCount);
     }
     const name = opName(op);
     const why = name && REFUSED[name];
@@ -550,7 +599,9 @@ class Reader {
 
   private get(idx: number): void {
     const v = this.memo.get(idx);
-    if (v === undefined) this.fail('bad-memo', `memo index ${idx} was never stored`);
+    if (v === undefined) {
+      this.fail('bad-memo', idx < this.memoCount && this.hooks ? `memo index ${idx} refers to a value already consumed (a trace event used twice)` : `memo index ${idx} was never stored`);
+    }
     this.push(this.share(v));
   }
 
@@ -558,7 +609,10 @@ class Reader {
     if (this.memo.size >= this.limits.maxMemo && !this.memo.has(idx)) {
       this.fail('limit', `more than ${this.limits.maxMemo} memo entries`);
     }
-    this.memo.set(idx, this.top());
+    if (!this.memo.has(idx)) this.memoCount++;
+    const v = this.top();
+    this.memo.set(idx, v);
+    if (this.hooks?.memoized && isContainer(v)) this.hooks.memoized(v, idx);
   }
 
   private memoIndex(s: string): number {
