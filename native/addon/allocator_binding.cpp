@@ -66,7 +66,9 @@ std::vector<uint64_t> u64_column(Napi::Env env, const Napi::Value& v, const char
   if (ta.TypedArrayType() == napi_float64_array) {
     Napi::Float64Array f = v.As<Napi::Float64Array>();
     for (size_t i = 0; i < out.size(); ++i) {
-      if (!(f[i] >= 0)) throw Napi::RangeError::New(env, std::string(what) + " must hold non-negative values");
+      // 2^64 and above (infinity included) would be undefined in the cast below.
+      if (!(f[i] >= 0 && f[i] < 18446744073709551616.0))
+        throw Napi::RangeError::New(env, std::string(what) + " must hold non-negative values below 2^64");
       out[i] = static_cast<uint64_t>(f[i]);
     }
   } else if (ta.TypedArrayType() == napi_biguint64_array) {

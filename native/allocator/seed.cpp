@@ -1,6 +1,7 @@
 // CachingAllocator::seed: rebuilds a recorded allocator state (segments at their real
 // addresses, split into the blocks they held) so a replay of a trace that began late, or
 // whose ring buffer dropped its oldest events, continues from exactly where PyTorch was.
+#include <limits>
 #include <string>
 
 #include "allocator/caching_allocator.h"
@@ -19,6 +20,11 @@ void CachingAllocator::seed(const std::vector<SeedSegment>& segments) {
   std::lock_guard<std::mutex> lock(mu_);
   if (total_allocated_memory_ != 0 || allocated_.size() != 0)
     throw std::invalid_argument("seed: the allocator already holds memory (seed a fresh one)");
+  // Segments before a refused one stay seeded; the published statistics must match them.
+  struct Publish {
+    CachingAllocator* a;
+    ~Publish() { a->publish(); }
+  } publish_on_exit{this};
   for (const SeedSegment& seg : segments) {
     const std::string where = "seed: segment at " + hex(seg.address);
     if (seg.blocks.empty()) throw std::invalid_argument(where + " has no blocks");
@@ -30,12 +36,17 @@ void CachingAllocator::seed(const std::vector<SeedSegment>& segments) {
                                     " is not a positive multiple of 512");
       if (b.allocated && b.requested > b.size)
         throw std::invalid_argument(where + ": block " + std::to_string(i) + " requested more than its size");
+      // Sizes come from a file: keep the sums and addresses below from wrapping (as malloc does).
+      if (b.size > kMaxRequestSize - total)
+        throw std::invalid_argument(where + ": blocks larger than any device (over 2^62 bytes in all)");
       // The allocator merges free neighbours on every free; two in a row cannot be real.
       if (i > 0 && !b.allocated && !seg.blocks[i - 1].allocated)
         throw std::invalid_argument(where + ": blocks " + std::to_string(i - 1) + " and " + std::to_string(i) +
                                     " are both free (they would have been merged)");
       total += b.size;
     }
+    if (seg.address > std::numeric_limits<uintptr_t>::max() - total)
+      throw std::invalid_argument(where + " (" + std::to_string(total) + " bytes) wraps around the address space");
     if (allowed_memory_maximum_ && total_allocated_memory_ + total > *allowed_memory_maximum_)
       throw std::invalid_argument("seed: the recorded state holds more than the cap of " +
                                   std::to_string(*allowed_memory_maximum_) + " bytes (" +
@@ -79,7 +90,6 @@ void CachingAllocator::seed(const std::vector<SeedSegment>& segments) {
       at += sb.size;
     }
   }
-  publish();
 }
 
 }  // namespace vramlab::alloc

@@ -56,6 +56,14 @@ TEST(Seed, RejectsBadLayouts) {
   EXPECT_THROW(a.seed({odd}), std::invalid_argument);
   SeedSegment ok{0x7f0000000000ull, 0, false, {{20 * MiB, 5, true}}};
   EXPECT_THROW(a.seed({ok, ok}), std::invalid_argument);  // the second overlaps the first
+  // Sizes from a hostile file: no sum or address may wrap.
+  SeedSegment huge{0x7f0000000000ull, 0, false, {{(size_t(1) << 62) + 512, 0, false}}};
+  EXPECT_THROW(a.seed({huge}), std::invalid_argument);
+  SeedSegment many{0x7f0000000000ull, 0, false, {{size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}}};
+  EXPECT_THROW(a.seed({many}), std::invalid_argument);
+  SeedSegment top{~uintptr_t(0) - 4095, 0, false, {{8192, 8192, true}}};
+  EXPECT_THROW(a.seed({top}), std::invalid_argument);
+  EXPECT_EQ(check_invariants(a, *dev), "");
   CachingAllocator capped(sim());
   capped.set_capacity_limit(10 * MiB);
   EXPECT_THROW(capped.seed({ok}), std::invalid_argument);

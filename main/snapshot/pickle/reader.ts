@@ -600,7 +600,15 @@ class Reader {
   private get(idx: number): void {
     const v = this.memo.get(idx);
     if (v === undefined) {
-      this.fail('bad-memo', idx < this.memoCount && this.hooks ? `memo index ${idx} refers to a value already consumed (a trace event used twice)` : `memo index ${idx} was never stored`);
+      // A value a hook consumed (a streamed trace event) can be referenced once: referencing
+      // it again is reference amplification, the same limit checkShape enforces on a plain read.
+      if (idx < this.memoCount && this.hooks)
+        this.fail(
+          'limit',
+          `memo index ${idx} refers to a value already consumed (a trace event used twice): ` +
+            'a file that references the same events over and over is a "billion laughs" file, which no memory snapshot is',
+        );
+      this.fail('bad-memo', `memo index ${idx} was never stored`);
     }
     this.push(this.share(v));
   }
