@@ -1,6 +1,7 @@
 // The spec's keys for `vramlab run --help`, read off the catalogue: every family's and
 // optimizer's fields with their defaults and ranges, the spec's own fields, the presets.
 import { SPEC_FIELDS, FINETUNE_FIELDS, MODE_DEFAULTS, families, optimizers, type Field, type Fields } from '../contract/catalogue';
+import { MAX_ITERATIONS, MAX_LAYER_STEPS, MAX_SWEEP_LAYER_STEPS } from '../contract/limits';
 
 function range(f: Field): string {
   if (f.type === 'enum') return f.options.map((o) => o.value).join(' | ');
@@ -38,5 +39,10 @@ export function specHelp(): string {
   lines.push('  alloc_conf       ""         PYTORCH_CUDA_ALLOC_CONF syntax');
   lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "cuda:0" (\'vramlab devices\')');
   lines.push('  capacity         null       a size like "20GiB" or bytes');
+  lines.push(
+    '',
+    `  work limits:     iterations <= ${MAX_ITERATIONS}; iterations x accum x model.depth <= ${MAX_LAYER_STEPS}`,
+    `                   (generate: new_tokens x model.depth); no tensor over 1 PiB; a sweep's runs <= ${MAX_SWEEP_LAYER_STEPS} layer passes in all`,
+  );
   return lines.join('\n') + '\n';
 }

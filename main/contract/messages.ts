@@ -23,8 +23,22 @@ export interface EventMessage {
   data: unknown;
 }
 
+/**
+ * One piece of a response too large for one frame (WebSocket only): its JSON text, in
+ * order; the last piece has `last: true`. The client joins them and parses the whole.
+ */
+export interface PartMessage {
+  type: 'part';
+  id: Request['id'] | null;
+  data: string;
+  last: boolean;
+}
+
 /** One frame on the wire from host to client. */
-export type ServerMessage = ({ type: 'response' } & Response) | ({ type: 'event' } & EventMessage);
+export type ServerMessage = ({ type: 'response' } & Response) | ({ type: 'event' } & EventMessage) | PartMessage;
+
+/** Largest frame the server sends; a larger response goes as PartMessages of this size. */
+export const MAX_FRAME_CHARS = 1 << 20;
 
 /** Max bytes of one incoming message: specs and commands are small; anything larger is hostile. */
 export const MAX_MESSAGE_BYTES = 1 << 20;

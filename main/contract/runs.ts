@@ -131,6 +131,8 @@ export interface RunRecord {
   meta: RunMeta;
   timeline: MemorySample[];
   events: RunEvent[];
+  /** Set when the stored run was larger than a reply may be: the counts on disk (peaks kept). */
+  decimated?: { samples: number; events: number };
 }
 
 /** `run.progress` payload: one batch per run per animation frame. */

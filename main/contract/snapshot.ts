@@ -80,11 +80,36 @@ export interface SnapAllocatorSettings {
   roundupPower2Divisions: number[];
 }
 
+/** Live allocations at one moment, grouped by the user code that made them (main/snapshot/where.ts). */
+export interface SnapWhere {
+  total: number;
+  allocations: number;
+  sites: { site: string; path: string[]; op: string | null; bytes: number; count: number }[];
+}
+
 export interface SnapRecordedOom {
   eventIndex: number;
   size: number;
   deviceFree: number;
   frames: string[];
+  /** Requested-live and reserved bytes when it failed. */
+  allocated: number;
+  reserved: number;
+  /** True when CUDA had more free memory than requested: a cap refused it, not the card. */
+  capped: boolean;
+  /** Caps under which the replay fails at this very event (null: not found, or not searched). */
+  reproducingCaps: { low: number; high: number; suggested: number } | null;
+  where: SnapWhere | null;
+}
+
+/** The allocator state before the trace's first event (a late or truncated trace). */
+export interface SnapStart {
+  segments: number;
+  allocations: number;
+  /** Block bytes allocated (what memory_allocated() counted). */
+  allocatedBlocks: number;
+  /** Events the backward walk could not undo consistently. */
+  problems: string[];
 }
 
 export interface SnapSummary {
@@ -104,6 +129,9 @@ export interface SnapSummary {
   durationUs: number | null;
   /** Memory was in use before the first event (history enabled late, or the ring buffer wrapped). */
   lateStart: boolean;
+  start: SnapStart;
+  /** The trace holds a round number of events (1000s): likely a full ring buffer (max_entries). */
+  ringBufferLikely: boolean;
   counts: Record<string, number>;
   initial: { allocated: number; reserved: number };
   final: { allocated: number; reserved: number };
@@ -113,6 +141,8 @@ export interface SnapSummary {
   unallocatedAtPeakReserved: number;
   allocatorSettings: SnapAllocatorSettings | null;
   ooms: SnapRecordedOom[];
+  /** Live allocations at peak allocated, ranked by code site. */
+  whereAtPeak: SnapWhere;
   /** Whether this build can replay (what-if and grid). */
   replay: boolean;
 }
@@ -227,6 +257,8 @@ export interface SnapOutcome {
   /** Reserved but unallocated bytes when reserved peaked. */
   fragmentation: number | null;
   oom: SnapOom | null;
+  /** Each recorded OOM tried again: failed (reproduced) or would have fit. */
+  recordedOoms: { eventIndex: number; failed: boolean }[];
 }
 
 export interface SnapWhatIf {

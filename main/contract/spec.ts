@@ -33,6 +33,7 @@ import {
   type OptimizerInput,
   type OptimizerSpec,
 } from './catalogue';
+import { checkSpecLimits } from './limits';
 import { parseSize } from './units';
 
 export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND } from './catalogue';
@@ -256,6 +257,7 @@ type Raw = z.output<typeof SpecObject>;
 
 export const SpecSchema = SpecObject.transform((raw, ctx) => {
   const spec = complete(raw);
+  checkSpecLimits(spec, ctx); // work and size bounds across fields: limits.ts
   for (const issue of crossChecks(spec, raw)) ctx.addIssue({ code: 'custom', ...issue });
   return spec;
 }) as unknown as z.ZodType<Spec, SpecInput>;

@@ -8,6 +8,7 @@ import { registerIpc } from '../ipc/register';
 import type { Host } from '../host/host';
 import { applyCsp, createWindow } from './window';
 import { installMenu } from './menu';
+import { isRendererUrl, rendererHref } from './trust';
 
 const rendererIndex = path.join(__dirname, '..', 'renderer', 'index.html');
 const preload = path.join(__dirname, 'preload.cjs');
@@ -26,8 +27,8 @@ app.whenReady().then(() => {
   }
   applyCsp();
   installMenu();
-  const rendererUrl = 'file://' + path.resolve(rendererIndex);
-  registerIpc(host, (e) => (e.senderFrame?.url ?? '').startsWith(rendererUrl));
+  const indexHref = rendererHref(path.resolve(rendererIndex));
+  registerIpc(host, (e) => e.senderFrame?.parent === null && isRendererUrl(e.senderFrame?.url, indexHref));
   createWindow(rendererIndex, preload);
   app.on('activate', () => {
     if (BrowserWindow.getAllWindows().length === 0) createWindow(rendererIndex, preload);

@@ -12,9 +12,13 @@ import type {
   SnapTimeline,
   SnapUploadResult,
   SnapWhatIf,
+  SnapWhere,
 } from '../contract/snapshot';
+import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
+import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
-import { busiestDevice, loadSnapshotBuffer, PickleError, rebuildInitialState, snapshotDevices, SnapshotFormatError, type InitialState } from '../snapshot/import';
+import { busiestDevice, loadSnapshotBuffer, PickleError, snapshotDevices, SnapshotFormatError } from '../snapshot/import';
+import { windowStart, type WindowStart } from '../snapshot/window_start';
 import type { Snapshot } from '../snapshot/model';
 import { hasNativeReplay, nativeReplay, replayer, type Replayer, type ReplayOutcome } from '../snapshot/replay';
 import { parseSize } from '../snapshot/sizes';
@@ -27,8 +31,10 @@ import { SnapshotStore, type StoreLimits } from './snapshot_store';
 
 interface DeviceCache {
   stats: TraceStats;
-  /** Memory in use before the first event: the start of every stateAt walk. */
-  init: InitialState;
+  /** The first recorded OOM's diagnosis (a dozen replays: computed once). */
+  diagnosis?: OomDiagnosis | null;
+  /** The allocator state before the first event: the start of every stateAt walk. */
+  start: WindowStart;
   /** The last timeline sent, by its limits (the screen asks again on every visit). */
   timeline?: { key: string; value: Omit<SnapTimeline, 'id'> };
   replayer?: Replayer;
@@ -59,7 +65,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       throw new Error(`snapshot "${entry.name}" has no device ${device}; it has ${devices.length ? `device${devices.length > 1 ? 's' : ''} ${devices.join(', ')}` : 'no trace or segments'}`);
     let c = entry.extra.devices.get(dev);
     if (!c) {
-      c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), init: rebuildInitialState(s, dev), outcomes: new Map() };
+      c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), start: windowStart(s, dev), outcomes: new Map() };
       entry.extra.devices.set(dev, c);
     }
     return { entry, s, device: dev, cache: c };
@@ -80,6 +86,8 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       startUs: trace.length ? trace[0].timeUs : null,
       durationUs: trace.length ? trace[trace.length - 1].timeUs - trace[0].timeUs : null,
       lateStart: st.lateStart,
+      start: st.start,
+      ringBufferLikely: st.lateStart && trace.length >= 1000 && trace.length % 1000 === 0,
       counts: { ...st.counts },
       initial: st.initial,
       final: st.final,
@@ -87,9 +95,23 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       peakReserved: st.peakReserved,
       unallocatedAtPeakReserved: st.unallocatedAtPeakReserved,
       allocatorSettings: settingsOf(s),
-      ooms: st.ooms.map((o) => ({ ...o, frames: o.frames.map(cut) })),
+      ooms: st.ooms.map((o, k) => {
+        const d = k === 0 ? diagnosis(cache, s, device) : null;
+        return { ...o, frames: o.frames.map(cut), capped: o.deviceFree > o.size, reproducingCaps: d?.reproducingCaps ?? null, where: o.where && cutWhere(o.where) };
+      }),
+      whereAtPeak: cutWhere(st.whereAtPeak),
       replay: hasNativeReplay(native),
     };
+  };
+
+  const diagnosis = (c: DeviceCache, s: Snapshot, device: number): OomDiagnosis | null => {
+    if (c.diagnosis !== undefined) return c.diagnosis;
+    c.diagnosis = null;
+    if (c.stats.ooms.length && hasNativeReplay(native)) {
+      c.replayer ??= replayer(s, device, nativeReplay(native));
+      c.diagnosis = diagnoseOom(c.replayer, c.stats.ooms[0], c.stats.events);
+    }
+    return c.diagnosis;
   };
 
   const outcome = (c: DeviceCache, s: Snapshot, device: number, allocConf: string, capacity: number | null): SnapOutcome => {
@@ -139,7 +161,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
   host.register('snapshot.stateAt', (params) => {
     const p = params as { id: string; device?: number; eventIndex: number };
     const { entry, s, device, cache } = cacheFor(p.id, p.device);
-    return { id: entry.id, ...stateAt(s, device, p.eventIndex, cache.init) };
+    return { id: entry.id, ...stateAt(s, device, p.eventIndex, cache.start) };
   });
 
   host.register('snapshot.largest', (params): SnapLargest => {
@@ -184,6 +206,10 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
   return store;
 }
 
+function cutWhere(w: WhereMemoryWas): SnapWhere {
+  return { ...w, sites: w.sites.slice(0, 12).map((x) => ({ ...x, site: cut(x.site), path: x.path.map(cut), op: x.op && cut(x.op) })) };
+}
+
 function defaultDevice(s: Snapshot): number {
   return snapshotDevices(s).length ? busiestDevice(s) : 0;
 }
@@ -191,8 +217,9 @@ function defaultDevice(s: Snapshot): number {
 function capacityOf(c: number | string | null | undefined): number | null {
   if (c === null || c === undefined) return null;
   const bytes = typeof c === 'number' ? c : parseSize(c);
-  if (bytes <= 0) throw new Error(`capacity must be more than 0 bytes (got "${c}")`);
-  return bytes;
+  // NaN slipped past `bytes <= 0` and reached the allocator as "unlimited".
+  if (!(bytes >= 1 << 20 && bytes <= 2 ** 50)) throw new Error(`capacity must be from 1 MiB to 1 PiB (got "${c}")`);
+  return Math.floor(bytes);
 }
 
 function settingsOf(s: Snapshot): SnapAllocatorSettings | null {
@@ -219,6 +246,7 @@ function toOutcome(r: ReplayOutcome): SnapOutcome {
     numOoms: r.numOoms,
     numAllocRetries: r.numAllocRetries,
     fragmentation: r.unallocatedAtPeak,
+    recordedOoms: r.oomAttempts.map((a) => ({ eventIndex: a.eventIndex, failed: a.failed })),
     oom: r.firstOom ? { eventIndex: r.firstOom.eventIndex, size: r.firstOom.size, message: r.firstOom.message, frames: r.firstOom.frames.map(cut) } : null,
   };
 }

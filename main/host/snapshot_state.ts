@@ -1,12 +1,13 @@
 // The allocator's segments and blocks at any event of a snapshot's trace: the state before
-// the trace (rebuilt by main/snapshot) carried forward event by event, as MemoryViz's
+// the trace (main/snapshot/window_start.ts) carried forward by the trace fold, as MemoryViz's
 // "Allocator State History" does. The trace records what callers requested, not block
 // sizes, so each block is sized the way the allocator would have cut it: requests rounded
 // up to 512 bytes, and in the large pool a remainder of 1 MiB or less left inside the
 // block (PyTorch only splits off more than kSmallSize). At the trace's end this gives the
 // snapshot's own recorded blocks.
 import type { SnapBlockState, SnapSegmentState, SnapStateAt } from '../contract/snapshot';
-import { rebuildInitialState, type InitialState } from '../snapshot/import';
+import { foldTrace } from '../snapshot/fold';
+import { windowStart, type WindowStart } from '../snapshot/window_start';
 import type { Frames, Snapshot } from '../snapshot/model';
 import { shortFrames, StackTable } from './snapshot_stacks';
 
@@ -32,44 +33,27 @@ export function roundRequest(size: number): number {
   return size < MIN_BLOCK ? MIN_BLOCK : Math.ceil(size / MIN_BLOCK) * MIN_BLOCK;
 }
 
-/** `init` is rebuildInitialState(s, device), passed in when the caller keeps it. */
-export function stateAt(s: Snapshot, device: number, eventIndex: number, init: InitialState = rebuildInitialState(s, device)): Omit<SnapStateAt, 'id'> {
+/** `start` is windowStart(s, device), passed in when the caller keeps it. */
+export function stateAt(s: Snapshot, device: number, eventIndex: number, start: WindowStart = windowStart(s, device)): Omit<SnapStateAt, 'id'> {
   const events = s.deviceTraces[device] ?? [];
   if (eventIndex >= events.length) throw new Error(`event ${eventIndex} is past the trace's end: it has ${events.length} events (0-${events.length - 1})`);
-  const segs: Seg[] = init.segments.map((g) => ({ ...g }));
+  // Live allocations come from the one fold over the trace; segments are tracked beside it.
+  const segs: Seg[] = start.segments.map((g) => ({ address: g.address, size: g.size, stream: g.stream }));
+  const r = foldTrace(
+    s,
+    device,
+    {
+      event(_i, e) {
+        if (e.action === 'segment_alloc') insertSeg(segs, { address: e.addr, size: e.size, stream: e.stream }, false);
+        else if (e.action === 'segment_map') insertSeg(segs, { address: e.addr, size: e.size, stream: e.stream }, true);
+        else if (e.action === 'segment_free') removeSeg(segs, e.addr, e.size, false);
+        else if (e.action === 'segment_unmap') removeSeg(segs, e.addr, e.size, true);
+      },
+    },
+    { start, until: eventIndex },
+  );
   const live = new Map<number, Live>();
-  for (const b of init.blocks) live.set(b.address, { address: b.address, requested: b.requestedSize, allocIndex: -1, pending: b.freeRequested, frames: b.frames });
-
-  for (let i = 0; i <= eventIndex; i++) {
-    const e = events[i];
-    switch (e.action) {
-      case 'alloc':
-        live.set(e.addr, { address: e.addr, requested: e.size, allocIndex: i, pending: false, frames: e.frames });
-        break;
-      case 'free_requested': {
-        const b = live.get(e.addr);
-        if (b) b.pending = true;
-        break;
-      }
-      case 'free_completed':
-        live.delete(e.addr);
-        break;
-      case 'segment_alloc':
-        insertSeg(segs, { address: e.addr, size: e.size, stream: e.stream }, false);
-        break;
-      case 'segment_map':
-        insertSeg(segs, { address: e.addr, size: e.size, stream: e.stream }, true);
-        break;
-      case 'segment_free':
-        removeSeg(segs, e.addr, e.size, false);
-        break;
-      case 'segment_unmap':
-        removeSeg(segs, e.addr, e.size, true);
-        break;
-      default:
-        break;
-    }
-  }
+  for (const a of r.live.values()) live.set(a.address, { address: a.address, requested: a.size, allocIndex: a.allocIndex, pending: a.freeRequested, frames: a.frames });
 
   // Pools as the snapshot's final segments name them, else by size.
   const finalType = new Map<number, 'small' | 'large'>();

@@ -5,7 +5,7 @@
 // point is a real, consistent state. Only the largest allocations get their own band; the
 // rest are summed into one band at the bottom.
 import type { SnapTimeline } from '../contract/snapshot';
-import { rebuildInitialState } from '../snapshot/import';
+import { foldTrace } from '../snapshot/fold';
 import type { Frames, Snapshot } from '../snapshot/model';
 import { StackTable } from './snapshot_stacks';
 
@@ -19,62 +19,29 @@ interface Instance {
 export function buildTimeline(s: Snapshot, device: number, maxPoints = 800, maxAllocations = 80): Omit<SnapTimeline, 'id'> {
   const events = s.deviceTraces[device] ?? [];
   const n = events.length;
-  const init = rebuildInitialState(s, device);
 
-  // Pass 1: allocation instances and the totals after every event.
+  // Pass 1: allocation instances (indexed by the fold's dense id) and the totals after every event.
   const insts: Instance[] = [];
-  const byAddr = new Map<number, number>();
-  for (const b of init.blocks) {
-    byAddr.set(b.address, insts.length);
-    insts.push({ size: b.requestedSize, allocIndex: -1, freeIndex: null, frames: b.frames });
-  }
-  const initialInsts = insts.length;
-  let allocated = init.blocks.reduce((a, b) => a + b.requestedSize, 0);
-  let reserved = init.segments.reduce((a, g) => a + g.size, 0);
-  const initial = { allocated, reserved };
   const allocAt = new Float64Array(n);
   const reservedAt = new Float64Array(n);
   const allocInst = new Int32Array(n).fill(-1);
   const freeInst = new Int32Array(n).fill(-1);
-  const release = (i: number, k: number) => {
-    insts[k].freeIndex = i;
-    allocated -= insts[k].size;
-    freeInst[i] = k;
-  };
-  for (let i = 0; i < n; i++) {
-    const e = events[i];
-    switch (e.action) {
-      case 'alloc': {
-        const lost = byAddr.get(e.addr);
-        if (lost !== undefined) release(i, lost); // a damaged trace lost this address's free
-        byAddr.set(e.addr, insts.length);
-        allocInst[i] = insts.length;
-        insts.push({ size: e.size, allocIndex: i, freeIndex: null, frames: e.frames });
-        allocated += e.size;
-        break;
-      }
-      case 'free_completed': {
-        const k = byAddr.get(e.addr);
-        if (k !== undefined) {
-          byAddr.delete(e.addr);
-          release(i, k);
-        }
-        break;
-      }
-      case 'segment_alloc':
-      case 'segment_map':
-        reserved += e.size;
-        break;
-      case 'segment_free':
-      case 'segment_unmap':
-        reserved -= e.size;
-        break;
-      default:
-        break;
-    }
-    allocAt[i] = allocated;
-    reservedAt[i] = reserved;
-  }
+  const r = foldTrace(s, device, {
+    alloc(a, i) {
+      insts[a.id] = { size: a.size, allocIndex: a.allocIndex, freeIndex: null, frames: a.frames };
+      if (i >= 0) allocInst[i] = a.id;
+    },
+    free(a, i) {
+      insts[a.id].freeIndex = i;
+      freeInst[i] = a.id;
+    },
+    event(i, _e, t) {
+      allocAt[i] = t.allocated;
+      reservedAt[i] = t.reserved;
+    },
+  });
+  const initialInsts = r.initial.blocks.length;
+  const initial = r.initialTotals;
 
   // The sampled moments: the initial state, then each bucket's allocated peak.
   const points: SnapTimeline['points'] = { eventIndex: [-1], timeUs: [n ? events[0].timeUs : 0], allocated: [initial.allocated], reserved: [initial.reserved] };

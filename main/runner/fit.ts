@@ -3,7 +3,7 @@
 // run fails, then bisecting. Memory grows with each of them, so the fits form a prefix.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
-import { LIMITS, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
+import { LIMITS, checkSpec, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
 
@@ -27,8 +27,26 @@ export class FitCancelled extends Error {
   }
 }
 
-/** The largest value a parameter can take for this spec (new_tokens: what model.seq leaves after the prompt). */
+/** The largest value a parameter can take for this spec (new_tokens: what model.seq leaves
+ *  after the prompt), and that the spec's work and size limits still accept (limits.ts):
+ *  a search never steps onto a spec that would be refused instead of run. */
 export function fitLimit(spec: Spec, param: FitParam): number {
+  const range = fitRange(spec, param);
+  const accepted = (v: number) => checkSpec(withParam(spec as unknown as SpecInput, param, v)).ok;
+  if (accepted(range)) return range;
+  // Above the spec's own value a larger one only adds work or size: bisect for the last accepted.
+  let lo = Math.min(Number(paramValue(spec as unknown as SpecInput, param)) || 1, range);
+  let hi = range;
+  if (!accepted(lo)) return lo;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (accepted(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function fitRange(spec: Spec, param: FitParam): number {
   if (param === 'batch') return LIMITS.batch;
   const seq = (spec.model as { seq?: number }).seq;
   if (seq === undefined) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);

@@ -1,6 +1,6 @@
 // Runs experiments: validates the spec, opens the run in the store, starts the native
-// worker thread, and fans its batches out to the store (every sample) and to listeners
-// (run.progress, batched per frame). The event loop only ever sees batches.
+// worker thread, and fans its batches out to the store (a bounded timeline: store/decimate.ts)
+// and to listeners (run.progress, batched per frame). The event loop only ever sees batches.
 import { CATEGORIES, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
 import { parseSpec, type Spec } from '../contract/spec';
 import type { NativeAddon, NativeEventBatch, NativeJob, NativeOutcome, NativeRunHandle } from '../addon/types';
@@ -9,6 +9,7 @@ import type { RunWriter } from '../store/writer';
 import { describeError } from '../host/errors';
 import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
+import { EventThinner, SampleDecimator } from '../store/decimate';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
@@ -59,14 +60,19 @@ export class RunManager {
     let resolveDone!: (m: RunMeta) => void;
     const done = new Promise<RunMeta>((r) => (resolveDone = r));
 
+    // The store gets a bounded timeline (store/decimate.ts); peaks and progress see every sample.
+    const keepSamples = new SampleDecimator();
+    const keepEvents = new EventThinner();
     const ingest = (batch: NativeEventBatch) => {
-      if (!batch.samples.length && !batch.events.length && !batch.dropped) return;
-      const events = batch.events.map(nameCategory);
-      writer.append(batch.samples, events);
-      tracker.add(batch.samples, events);
-      const at = tracker.phases.current();
-      batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
-      opts.onBatch?.(tracker);
+      if (batch.samples.length || batch.events.length || batch.dropped) {
+        const events = batch.events.map(nameCategory);
+        writer.append(keepSamples.push(batch.samples), keepEvents.push(events));
+        tracker.add(batch.samples, events);
+        const at = tracker.phases.current();
+        batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
+        opts.onBatch?.(tracker);
+      }
+      if (batch.outcome) writer.append(keepSamples.flush(), []);
     };
     // A wake-up only schedules the pull: the loop gets a turn between batches.
     let scheduled = false;

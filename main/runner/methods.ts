@@ -13,6 +13,7 @@ import { Predictor } from './predict';
 import { runSweep } from './sweep';
 import { runFit } from './fit';
 import { deviceTotal } from './device_total';
+import { RecordCache } from './record_cache';
 
 export interface RunMethodsOptions {
   home: string;
@@ -20,10 +21,15 @@ export interface RunMethodsOptions {
   ready?: () => boolean;
 }
 
+/** Samples one runs.get reply carries at most (about 30 MB of JSON). */
+export const MAX_REPLY_SAMPLES = 200_000;
+
 export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
   let opening: Promise<RunManager> | null = null;
   let opened: RunManager | null = null;
   const predictor = new Predictor(native);
+  const records = new RecordCache();
+  host.onDispose(() => records.clear());
   // Closing the window or quitting stops every run (its record is finished as cancelled);
   // a process killed outright leaves runs the store marks interrupted on the next open.
   host.onDispose(() => {
@@ -57,7 +63,12 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     const all = await (await store()).list();
     return p?.group ? all.filter((m) => m.group?.id === p.group) : all;
   });
-  host.register('runs.get', async ({ id }) => (await store()).get(id));
+  // A reply must stay loadable by a browser tab: huge stored runs come back decimated.
+  host.register('runs.get', async ({ id }) => {
+    const s = await store();
+    const meta = await s.meta(id);
+    return records.get(`${id}/${meta.updated}`, () => s.get(id, { maxSamples: MAX_REPLY_SAMPLES }));
+  });
   host.register('runs.rename', async ({ id, name }) => (await store()).rename(id, name));
   host.register('runs.delete', async ({ id }) => {
     (await manager()).cancel(id);

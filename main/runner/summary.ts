@@ -6,6 +6,24 @@ import type { NativeOutcome } from '../addon/types';
 import { PhaseTracker } from '../contract/phases';
 import { diagnoseOom } from './diagnose';
 
+/** Iterations whose readings and phase peaks a summary keeps one by one (and the last). */
+export const KEEP_ITERATIONS = 16;
+
+/** Per-iteration readings ("it<N>_...") of the first KEEP_ITERATIONS iterations and the last. */
+export function boundedReadings(readings: readonly (readonly [string, number])[]): Record<string, number> {
+  let last = -1;
+  for (const [k] of readings) {
+    const m = /^it(\d+)_/.exec(k);
+    if (m) last = Math.max(last, Number(m[1]));
+  }
+  const out: Record<string, number> = {};
+  for (const [k, v] of readings) {
+    const m = /^it(\d+)_/.exec(k);
+    if (!m || Number(m[1]) < KEEP_ITERATIONS || Number(m[1]) === last) out[k] = v;
+  }
+  return out;
+}
+
 export class PeakTracker {
   readonly phases = new PhaseTracker();
   private readonly peaks = new Map<string, PhasePeak>();
@@ -38,13 +56,17 @@ export class PeakTracker {
     this.peakReserved = Math.max(this.peakReserved, s.reserved);
     const at = this.phases.current();
     const phase = at.phase || 'setup';
-    const key = `${phase}\u0000${at.iteration}`;
+    // Iterations past the first KEEP_ITERATIONS fold into one entry per phase holding the
+    // exact peak and the iteration where it happened: a summary stays small for any length.
+    const folded = at.iteration >= KEEP_ITERATIONS;
+    const key = `${phase}\u0000${folded ? 'later' : at.iteration}`;
     let p = this.peaks.get(key);
     if (!p) {
       p = { phase, iteration: at.iteration, allocated: s.allocated, reserved: s.reserved };
       this.peaks.set(key, p);
       this.order.push(key);
     } else {
+      if (folded && s.allocated > p.allocated) p.iteration = at.iteration;
       p.allocated = Math.max(p.allocated, s.allocated);
       p.reserved = Math.max(p.reserved, s.reserved);
     }
@@ -61,7 +83,7 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
   const status: RunStatus = outcome.status;
   return {
     status,
-    readings: Object.fromEntries(outcome.readings),
+    readings: boundedReadings(outcome.readings),
     baseline: outcome.baseline,
     peak_allocated: peakAllocated,
     peak_reserved: peakReserved,

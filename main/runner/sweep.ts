@@ -1,5 +1,6 @@
 // A sweep: one spec, one parameter, a run per value, one after another. Every spec is
 // validated before the first run starts; a cancelled run ends the sweep.
+import { sweepLimitIssue } from '../contract/limits';
 import { randomBytes } from 'node:crypto';
 import type { SweepResult } from '../contract/runs';
 import { parseSpec, SpecError, withParam, SWEEP_PARAMS, type SpecInput, type SweepParam } from '../contract/spec';
@@ -20,14 +21,16 @@ export function checkSweep(base: unknown, param: string, values: readonly unknow
     throw new SpecError([`sweep parameter "${param}" is not one of ${SWEEP_PARAMS.join(', ')}`]);
   if (values.length === 0 || values.length > 256) throw new SpecError(['sweep values: give 1 to 256 values']);
   const p = param as SweepParam;
-  values.forEach((v, i) => {
+  const specs = values.map((v, i) => {
     try {
-      parseSpec(withParam((base ?? {}) as SpecInput, p, v));
+      return parseSpec(withParam((base ?? {}) as SpecInput, p, v));
     } catch (err) {
       if (err instanceof SpecError) throw new SpecError(err.issues.map((m) => `value ${i + 1} (${JSON.stringify(v)}): ${m}`));
       throw err;
     }
   });
+  const tooMuch = sweepLimitIssue(specs);
+  if (tooMuch) throw new SpecError([tooMuch]);
   return p;
 }
 

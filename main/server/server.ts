@@ -1,12 +1,13 @@
 // `vramlab serve`: the built renderer over HTTP and the host's contract over a WebSocket,
 // on 127.0.0.1 by default, behind a random token carried in the page URL.
 import { createServer, type Server } from 'node:http';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { MAX_MESSAGE_BYTES, type EventMessage, type ServerMessage } from '../contract';
 import type { Host } from '../host/host';
 import { newToken, refuseUpgrade, isLoopback } from './auth';
 import { serveStatic } from './static';
+import { attachConnection, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connection';
 
 export interface ServerOptions {
   host: Host;
@@ -14,6 +15,10 @@ export interface ServerOptions {
   port?: number; // 0 = any free port
   token?: string;
   rendererDir: string;
+  /** Per-connection bounds (tests shorten the timeouts). */
+  limits?: Partial<ConnectionLimits>;
+  /** Most WebSocket clients at once; more are refused with 503. */
+  maxClients?: number;
 }
 
 export interface RunningServer {
@@ -21,6 +26,8 @@ export interface RunningServer {
   wsUrl: string;
   token: string;
   port: number;
+  /** Connected clients and the most unsent bytes any of them holds (tests, load bench). */
+  stats(): { clients: number; maxBuffered: number };
   close(): Promise<void>;
 }
 
@@ -34,6 +41,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const token = opts.token ?? newToken();
   const http: Server = createServer((req, res) => serveStatic(opts.rendererDir, req, res));
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.limits };
+  const maxClients = opts.maxClients ?? 64;
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -47,7 +56,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       socket.end(`HTTP/1.1 ${why === 'not found' ? '404 Not Found' : '403 Forbidden'}\r\nConnection: close\r\n\r\n${why}`);
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => attach(ws, opts.host));
+    if (wss.clients.size >= maxClients) {
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ntoo many clients (${maxClients})`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => attachConnection(ws, opts.host, limits));
   });
 
   const onEvent = (msg: EventMessage) => {
@@ -66,6 +79,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     wsUrl: `ws://${shown}:${port}/ws?token=${token}`,
     token,
     port,
+    stats: () => ({ clients: wss.clients.size, maxBuffered: Math.max(0, ...[...wss.clients].map((c) => c.bufferedAmount)) }),
     close: async () => {
       opts.host.events.off('event', onEvent);
       removeProbe();
@@ -74,25 +88,4 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
-}
-
-function attach(ws: WebSocket, host: Host): void {
-  ws.on('message', async (data, isBinary) => {
-    let reply: ServerMessage;
-    if (isBinary) {
-      reply = { type: 'response', id: null, ok: false, error: { code: 'bad_request', message: 'binary frames are not accepted; send JSON text' } };
-    } else {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(data.toString());
-      } catch {
-        reply = { type: 'response', id: null, ok: false, error: { code: 'bad_request', message: 'message is not valid JSON' } };
-        ws.send(JSON.stringify(reply));
-        return;
-      }
-      reply = { type: 'response', ...(await host.handle(parsed, 'websocket')) };
-    }
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(reply));
-  });
-  ws.on('error', () => ws.terminate());
 }

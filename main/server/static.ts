@@ -1,9 +1,9 @@
-// Serves the built renderer: files under one folder only, with the same strict CSP as the
-// desktop window.
+// Serves the built renderer: files under one folder only, with the desktop window's strict
+// CSP plus a WebSocket back to the host:port the page was loaded from.
 import { createReadStream, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { CSP } from '../contract/csp';
+import { servedCsp } from '../contract/csp';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -47,7 +47,7 @@ export function serveStatic(root: string, req: IncomingMessage, res: ServerRespo
   res.writeHead(200, {
     'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream',
     'Content-Length': size,
-    'Content-Security-Policy': CSP,
+    'Content-Security-Policy': servedCsp(req.headers.host),
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
     'Cache-Control': 'no-cache',

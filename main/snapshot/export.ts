@@ -11,7 +11,7 @@ import { writePickle } from './pickle/writer';
 import { snapshotToPickle } from './to_pickle';
 import type { PickleValue } from './pickle/values';
 import type { NativeHistoryEvent } from './replay';
-import { REPLAY_ALLOC, type ReplayTrace } from './to_replay';
+import { REPLAY_ALLOC, REPLAY_OOM_ATTEMPT, type ReplayTrace } from './to_replay';
 
 const MiB = 1024 * 1024;
 /** PyTorch's small-pool segment size: the only segments of exactly this size are small. */
@@ -67,13 +67,20 @@ export interface ExportInput {
   /** PYTORCH_CUDA_ALLOC_CONF the run used. */
   allocConf?: string;
   annotations?: ExportAnnotation[];
+  /**
+   * Wall-clock µs since the Unix epoch that event time 0 stands for. Event times are
+   * modelled offsets; PyTorch's viewer reads time_us as epoch time, so without a base
+   * every axis starts on 1 January 1970.
+   */
+  timeBaseUs?: number;
 }
 
 export function buildSnapshot(input: ExportInput): Snapshot {
   const device = input.device ?? 0;
   const blockSizes = new Map<TraceEvent, number>();
+  const base = Math.round(input.timeBaseUs ?? 0);
   const traced = input.events.map((e) => {
-    const t = toTraceEvent(e);
+    const t = toTraceEvent(e, base);
     if (e.action === 'alloc' && e.blockSize) blockSizes.set(t, e.blockSize);
     return t;
   });
@@ -91,7 +98,7 @@ export function buildSnapshot(input: ExportInput): Snapshot {
             ['stage', a.stage],
             ['name', a.name],
             ['device', device],
-            ['time_us', Math.round(a.timeUs)],
+            ['time_us', base + Math.round(a.timeUs)],
           ]),
       ),
     );
@@ -106,13 +113,13 @@ export function snapshotToBytes(s: Snapshot): Buffer {
 
 const NO_FRAMES: Frames = Object.freeze([]) as Frames;
 
-function toTraceEvent(e: ExportEvent): TraceEvent {
+function toTraceEvent(e: ExportEvent, base: number): TraceEvent {
   const t: TraceEvent = {
     action: e.action,
     addr: e.action === 'oom' ? 0 : e.addr,
     size: e.size,
     stream: e.stream ?? 0,
-    timeUs: Math.round(e.timeUs ?? 0),
+    timeUs: base + Math.round(e.timeUs ?? 0),
     frames: e.frames ?? NO_FRAMES,
   };
   if (e.action === 'oom') t.deviceFree = e.deviceFree ?? 0;
@@ -342,7 +349,9 @@ export function exportRunRecord(record: RunRecord, allocConf = record.meta.spec.
       deviceFree: action === 'oom' ? e.addr : undefined,
     });
   }
-  return buildSnapshot({ events, allocConf, annotations });
+  // The run's modelled clock starts when the run was created.
+  const created = Date.parse(record.meta.created);
+  return buildSnapshot({ events, allocConf, annotations, timeBaseUs: Number.isFinite(created) ? created * 1000 : Date.now() * 1000 });
 }
 
 /** vramlab's native history names ('free', 'empty_cache') mapped onto PyTorch's. */
@@ -377,11 +386,13 @@ export function replayHistoryToSnapshot(
   trace: ReplayTrace,
   original: Snapshot,
   allocConf: string,
+  /** The replayed allocator's final segments: needed when the replay began from a seeded state, whose segments the history never shows being made. */
+  segments?: ExportSegment[],
 ): Snapshot {
   const frames = original.deviceTraces[trace.device] ?? [];
   const allocOps: number[] = [];
-  for (let i = 0; i < trace.count; i++) if (trace.ops[i] === REPLAY_ALLOC) allocOps.push(i);
-  let next = 0; // alloc ops are answered in order: by an alloc, or by an oom
+  for (let i = 0; i < trace.count; i++) if (trace.ops[i] === REPLAY_ALLOC || trace.ops[i] === REPLAY_OOM_ATTEMPT) allocOps.push(i);
+  let next = 0; // alloc ops and recorded-OOM attempts are answered in order: by an alloc, or by an oom
   const events: ExportEvent[] = [];
   for (const h of history) {
     const action = normaliseAction(h.action);
@@ -408,5 +419,13 @@ export function replayHistoryToSnapshot(
     if (e.action === 'alloc') byAddr.set(e.addr, e.frames ?? NO_FRAMES);
     else if (e.action === 'free_completed') e.frames = byAddr.get(e.addr) ?? NO_FRAMES;
   }
-  return buildSnapshot({ device: trace.device, events, allocConf });
+  // The replay's modelled clock starts where the recording's did (or now, if it had no times).
+  const first = frames.find((e) => e.timeUs > 0)?.timeUs;
+  return buildSnapshot({
+    device: trace.device,
+    events,
+    allocConf,
+    ...(segments ? { segments } : {}),
+    timeBaseUs: first ?? Date.now() * 1000,
+  });
 }

@@ -47,7 +47,24 @@ const ALLOCATOR_FRAME = /CUDACachingAllocator|c10::cuda::.*Allocator/;
  * The frames worth showing first: Python frames (a real file and line) when there are
  * any, innermost first, else the filtered native frames.
  */
+const topCache = new WeakMap<Frames, Map<number, string[]>>();
+
 export function topFrames(frames: Frames, n = 5): string[] {
+  // Stacks are shared between many events: filter each once (callers must not mutate).
+  let byN = topCache.get(frames);
+  if (!byN) {
+    byN = new Map();
+    topCache.set(frames, byN);
+  }
+  let hit = byN.get(n);
+  if (!hit) {
+    hit = computeTopFrames(frames, n);
+    byN.set(n, hit);
+  }
+  return hit.slice();
+}
+
+function computeTopFrames(frames: Frames, n: number): string[] {
   const kept = frames.filter((f) => keepFrame(f) && !ALLOCATOR_FRAME.test(f.name));
   const python = kept.filter((f) => f.line > 0 && f.filename !== '??' && f.filename !== '');
   const pick = python.length ? python : kept;

@@ -42,9 +42,17 @@ function describe(v: PickleValue | undefined): string {
   return `${typeof v} ${String(v)}`;
 }
 
-class Converter {
-  private frameCache = new Map<PickleValue, Frame>();
-  private framesCache = new Map<PickleValue, Frames>();
+interface StackNode {
+  next: Map<object, StackNode>;
+  frames: Frames | null;
+}
+
+export class Converter {
+  // Weak: a streamed snapshot lets go of each event's pickle objects once converted.
+  private frameCache = new WeakMap<object, Frame>();
+  private framesCache = new WeakMap<object, Frames>();
+  /** Stacks by content (frame identities): PyTorch writes a new list per allocation. */
+  private stackRoot: StackNode = { next: new Map(), frames: null };
   /** Set when any address is above 2^53 (then all are stored relative to it). */
   base = 0n;
 
@@ -86,6 +94,7 @@ class Converter {
       return Number(rel);
     }
     const n = this.int(v, path);
+    if (n < 0) throw new SnapshotFormatError(path, `expected an address (>= 0), got ${n}`);
     if (this.base === 0n) return n;
     const rel = BigInt(n) - this.base;
     if (rel < 0n || rel > MAX_SAFE) throw new SnapshotFormatError(path, `address ${n} is outside the range this snapshot spans`);
@@ -111,7 +120,7 @@ class Converter {
   }
 
   frame(v: PickleValue, path: string): Frame {
-    const hit = this.frameCache.get(v);
+    const hit = typeof v === 'object' && v !== null ? this.frameCache.get(v) : undefined;
     if (hit) return hit;
     const d = this.dict(v, path);
     const f: Frame = {
@@ -119,18 +128,37 @@ class Converter {
       filename: this.str(d.get('filename'), `${path}.filename`),
       line: this.int(d.get('line') ?? 0, `${path}.line`),
     };
-    this.frameCache.set(v, f);
+    if (typeof v === 'object' && v !== null) this.frameCache.set(v, f);
     return f;
   }
 
-  frames(v: PickleValue | undefined, path: string): Frames {
+  frames(v: PickleValue | undefined, pathOf: string | (() => string)): Frames {
     if (v === undefined || v === null) return EMPTY_FRAMES;
-    const hit = this.framesCache.get(v);
+    const hit = typeof v === 'object' ? this.framesCache.get(v) : undefined;
     if (hit) return hit;
-    const items = this.list(v, path);
-    const out = items.map((f, i) => this.frame(f, `${path}[${i}]`));
-    this.framesCache.set(v, out);
-    return out;
+    const path = () => (typeof pathOf === 'string' ? pathOf : pathOf());
+    const items = Array.isArray(v) ? v : this.list(v, path());
+    // One Frames per distinct stack, however many lists spell it: a trie over the frame
+    // dicts' identities (PyTorch memoizes each frame dict once), converted on first sight.
+    let node = this.stackRoot;
+    for (let i = 0; i < items.length; i++) {
+      const raw = items[i];
+      let next = typeof raw === 'object' && raw !== null ? node.next.get(raw) : undefined;
+      if (!next) {
+        next = { next: new Map(), frames: null };
+        if (typeof raw === 'object' && raw !== null) node.next.set(raw, next);
+      }
+      node = next;
+    }
+    const list = node.frames ?? items.map((raw, i) => this.frame(raw, `${path()}[${i}]`));
+    node.frames ??= list;
+    if (typeof v === 'object') this.framesCache.set(v, node.frames);
+    return node.frames;
+  }
+
+  /** Makes `stand` (a small placeholder left in the pickle memo) read as the stack of `v`. */
+  aliasFrames(stand: object, frames: Frames): void {
+    this.framesCache.set(stand, frames);
   }
 }
 
@@ -167,23 +195,40 @@ function findBase(root: PyDict): bigint {
   return min & ~0xfffffn; // keep 1 MiB alignment so offsets read naturally
 }
 
-export function snapshotFromPickle(value: PickleValue): Snapshot {
-  const c = new Converter();
+/** Trace lists a streaming read consumed as it went (stream_load.ts): list -> its events. */
+export type StreamedTraces = Map<PickleValue[], TraceEvent[]>;
+
+export class AddressBaseNeeded extends Error {}
+
+export function snapshotFromPickle(value: PickleValue, streamed?: StreamedTraces, converter?: Converter): Snapshot {
+  const c = converter ?? new Converter();
   const root = c.dict(value, 'snapshot');
   if (!root.has('segments') && !root.has('device_traces')) {
     throw new SnapshotFormatError('snapshot', "a dict without 'segments' or 'device_traces' (not from torch.cuda.memory._snapshot())");
   }
   c.base = findBase(root);
+  // Streamed events were converted with no base: addresses above 2^53 need the full read.
+  if (streamed?.size && c.base !== 0n) throw new AddressBaseNeeded();
 
   const segments: SnapshotSegment[] = c.list(root.get('segments') ?? [], 'segments').map((s, i) => segment(c, s, `segments[${i}]`));
 
   const tracesRaw = root.get('device_traces');
+  let used = 0;
   const deviceTraces: TraceEvent[][] =
     tracesRaw === undefined
       ? []
-      : c.list(tracesRaw, 'device_traces').map((t, d) =>
-          c.list(t, `device_traces[${d}]`).map((e, i) => event(c, e, `device_traces[${d}][${i}]`)),
-        );
+      : c.list(tracesRaw, 'device_traces').map((t, d) => {
+          const done = Array.isArray(t) ? streamed?.get(t) : undefined;
+          if (done) {
+            if ((t as PickleValue[]).length) throw new SnapshotFormatError(`device_traces[${d}]`, 'a trace list mixes events with other values');
+            used++;
+            return done;
+          }
+          return c.list(t, `device_traces[${d}]`).map((e, i) => event(c, e, `device_traces[${d}][${i}]`));
+        });
+  if (streamed && used !== streamed.size) {
+    throw new SnapshotFormatError('snapshot', 'trace events (dicts with an action) found outside device_traces');
+  }
 
   const settingsRaw = root.get('allocator_settings');
   const allocatorSettings = settingsRaw === undefined ? null : settings(c, settingsRaw);
@@ -276,7 +321,30 @@ function block(c: Converter, raw: PickleValue, path: string, expectedAddress: nu
   return { address, size, requestedSize: requested, state: state as BlockState, frames };
 }
 
-function event(c: Converter, raw: PickleValue, path: string): TraceEvent {
+const isCount = (v: PickleValue | undefined): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/** `path` is built only when something is wrong: millions of events are read. */
+export function event(c: Converter, raw: PickleValue, path: string | (() => string)): TraceEvent {
+  // The common, well-formed event without building a path for each field.
+  if (raw instanceof Map && c.base === 0n) {
+    const action = raw.get('action');
+    const addr = raw.get('addr');
+    const size = raw.get('size');
+    const stream = raw.get('stream') ?? 0;
+    const time = raw.get('time_us');
+    if (
+      typeof action === 'string' && ACTIONS.has(action) && action !== 'oom' && action !== 'snapshot' &&
+      isCount(addr) && isCount(size) && typeof stream === 'number' && Number.isInteger(stream) &&
+      (time === undefined || (typeof time === 'number' && Number.isInteger(time))) &&
+      !raw.has('compile_context') && !raw.has('user_metadata')
+    ) {
+      return { action: action as TraceAction, addr, size, stream, timeUs: time ?? 0, frames: c.frames(raw.get('frames'), () => `${typeof path === 'string' ? path : path()}.frames`) };
+    }
+  }
+  return eventChecked(c, raw, typeof path === 'string' ? path : path());
+}
+
+function eventChecked(c: Converter, raw: PickleValue, path: string): TraceEvent {
   const d = c.dict(raw, path);
   const action = d.get('action');
   if (typeof action !== 'string' || !ACTIONS.has(action)) {

@@ -4,8 +4,10 @@ import { loadAddon } from '../addon/load';
 import type { NativeAddon } from '../addon/types';
 import { allocConfFromSettings } from './alloc_conf';
 import { topFrames } from './frames';
+import type { ExportSegment } from './export';
 import type { Snapshot } from './model';
-import { snapshotToReplay, type ReplayTrace } from './to_replay';
+import { snapshotToReplay, type ReplaySeed, type ReplayTrace } from './to_replay';
+import { startTotals } from './window_start';
 
 export interface ReplayOptions {
   /** PYTORCH_CUDA_ALLOC_CONF; undefined: the snapshot's own settings. */
@@ -29,6 +31,17 @@ export interface FirstOom {
   frames: string[];
 }
 
+/** A recorded 'oom' event tried again in the replay. */
+export interface OomAttemptOutcome {
+  eventIndex: number;
+  /** Bytes the recorded allocation requested. */
+  size: number;
+  /** True: it failed again (the OOM is reproduced); false: it would have fit. */
+  failed: boolean;
+  /** The replayed allocator's OutOfMemoryError text when it failed ('' otherwise). */
+  message: string;
+}
+
 export interface ReplayOutcome {
   allocConf: string;
   capacity: number | null;
@@ -41,6 +54,8 @@ export interface ReplayOutcome {
   /** Reserved but unallocated bytes when reserved peaked (null if the binding gave no history). */
   unallocatedAtPeak: number | null;
   firstOom: FirstOom | null;
+  /** One entry per recorded 'oom' event, in trace order. */
+  oomAttempts: OomAttemptOutcome[];
 }
 
 /** Options and result of the addon's replayAllocator (native/addon/allocator_binding.cpp). */
@@ -52,6 +67,20 @@ export interface NativeReplayOptions {
   historyMax?: number;
   /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
   segmentAddresses?: Float64Array;
+  /** The allocator state the trace began in (native/allocator/seed.cpp). */
+  seed?: ReplaySeed;
+  /** Return the final segments too. */
+  snapshot?: boolean;
+}
+
+/** The final allocator state a replay returns with `snapshot: true`. */
+export interface NativeSegment {
+  address: number;
+  totalSize: number;
+  stream: number;
+  pool: 'large' | 'small';
+  isExpandable: boolean;
+  blocks: { address: number; size: number; requestedSize: number; state: string }[];
 }
 
 /** One event of the replayed allocator's history (native/allocator/history.h). */
@@ -68,12 +97,16 @@ export interface NativeHistoryEvent {
 export interface NativeReplayResult {
   peakAllocated: number;
   peakReserved: number;
+  /** Reserved minus allocated right after reserved first peaked (newer builds). */
+  unallocatedAtPeak?: number;
   numDeviceAlloc: number;
   numDeviceFree: number;
   numOoms: number;
   numAllocRetries?: number;
   firstOom: { index: number; message: string } | null;
+  oomAttempts?: { index: number; failed: boolean; message: string }[];
   history?: NativeHistoryEvent[];
+  snapshot?: { segments: NativeSegment[] };
 }
 
 export type ReplayFn = (
@@ -106,8 +139,8 @@ export interface Replayer {
   /** The snapshot's own settings as a PYTORCH_CUDA_ALLOC_CONF string. */
   ownConf: string;
   run(options?: ReplayOptions): ReplayOutcome;
-  /** The same replay, returning the allocator's raw history as well. */
-  runWithHistory(options?: ReplayOptions): { outcome: ReplayOutcome; history: NativeHistoryEvent[] };
+  /** The same replay, returning the allocator's raw history and final segments as well. */
+  runWithHistory(options?: ReplayOptions): { outcome: ReplayOutcome; history: NativeHistoryEvent[]; segments: ExportSegment[] };
 }
 
 /** Prepare a snapshot once, then replay it under as many settings as wanted. */
@@ -115,20 +148,28 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
   const trace = snapshotToReplay(s, device);
   const ownConf = allocConfFromSettings(s.allocatorSettings);
   const events = s.deviceTraces[device] ?? [];
+  // A seeded replay's history starts from the state at the trace's start.
+  const { allocated: startAllocated, reserved: startReserved } = trace.seed ? startTotals(trace.start) : { allocated: 0, reserved: 0 };
   const self: Replayer = {
     trace,
     ownConf,
-    run: (options = {}) => self.runWithHistory(options).outcome,
-    runWithHistory(options = {}) {
+    run: (options = {}) => replayOnce(options, false).outcome,
+    runWithHistory: (options = {}) => replayOnce(options, true),
+  };
+  // The history (an object per allocator event) is only built for an export.
+  function replayOnce(options: ReplayOptions, withHistory: boolean) {
+    {
       const allocConf = options.allocConf ?? ownConf;
       const capacity = options.capacity ?? null;
       const r = replay(trace.ops, trace.sizes, trace.ids, trace.streams, {
         settings: allocConf,
         ...(capacity !== null ? { capacity } : {}),
         ...(options.deviceId ? { device: options.deviceId } : {}),
-        history: true,
+        history: withHistory,
         historyMax: Math.max(1 << 20, trace.count * 4),
+        snapshot: withHistory,
         segmentAddresses: trace.segmentAddresses,
+        ...(trace.seed ? { seed: trace.seed } : {}),
       });
       let firstOom: FirstOom | null = null;
       if (r.firstOom) {
@@ -151,12 +192,26 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         numDeviceFree: r.numDeviceFree,
         numOoms: r.numOoms,
         numAllocRetries: r.numAllocRetries ?? 0,
-        unallocatedAtPeak: r.history ? unallocatedAtPeak(r.history) : null,
+        unallocatedAtPeak: r.unallocatedAtPeak ?? (r.history ? unallocatedAtPeak(r.history, startAllocated, startReserved) : null),
         firstOom,
+        oomAttempts: (r.oomAttempts ?? []).map((a) => ({
+          eventIndex: trace.eventIndex[a.index],
+          size: Number(trace.sizes[a.index]),
+          failed: a.failed,
+          message: a.message,
+        })),
       };
-      return { outcome, history: r.history ?? [] };
-    },
-  };
+      const segments: ExportSegment[] = (r.snapshot?.segments ?? []).map((g) => ({
+        address: g.address,
+        totalSize: g.totalSize,
+        stream: trace.streamValues[g.stream] ?? 0,
+        isLarge: g.pool === 'large',
+        isExpandable: g.isExpandable,
+        blocks: g.blocks.map((b) => ({ address: b.address, size: b.size, requestedSize: b.requestedSize, allocated: b.state !== 'inactive' })),
+      }));
+      return { outcome, history: r.history ?? [], segments };
+    }
+  }
   return self;
 }
 
@@ -164,11 +219,11 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
  * Walks the replayed allocator's own history to the moment reserved memory peaked, taken
  * right after the allocation that drove it there (the segment event comes first).
  */
-function unallocatedAtPeak(history: NonNullable<NativeReplayResult['history']>): number {
-  let allocated = 0;
-  let reserved = 0;
-  let peak = -1;
-  let gap = 0;
+function unallocatedAtPeak(history: NonNullable<NativeReplayResult['history']>, startAllocated: number, startReserved: number): number {
+  let allocated = startAllocated;
+  let reserved = startReserved;
+  let peak = reserved;
+  let gap = reserved - allocated;
   let pending = false;
   for (const e of history) {
     const blk = e.blockSize ?? e.size;

@@ -5,12 +5,30 @@
 // burst of segment_free/segment_unmap events that the user's empty_cache() caused.
 // Bursts the allocator made itself (cudaMalloc retry after OOM, garbage collection) are
 // not replayed: the replayed allocator makes its own under the chosen capacity.
-import { rebuildInitialState } from './import';
+// A recorded 'oom' event is the allocation PyTorch tried and gave up on: it becomes an
+// OOM-attempt op, tried again under the replay's settings and cap.
+// A trace that began late starts from the exact allocator state at its first event
+// (window_start.ts), handed to the native allocator as a seed.
+import { foldTrace } from './fold';
 import type { Frames, Snapshot, TraceEvent } from './model';
+import { windowStart, type WindowStart } from './window_start';
 
 export const REPLAY_ALLOC = 0;
 export const REPLAY_FREE = 1;
 export const REPLAY_EMPTY_CACHE = 2;
+export const REPLAY_OOM_ATTEMPT = 3;
+
+/** The allocator state at the trace's start, as the addon's replayAllocator takes it. */
+export interface ReplaySeed {
+  segAddress: Float64Array;
+  segStream: Float64Array;
+  segSmall: Uint8Array;
+  segBlocks: Uint32Array;
+  blockSize: Float64Array;
+  blockRequested: Float64Array;
+  /** Replay id of each allocated block (its free op names it); 0 for free blocks. */
+  blockId: Uint32Array;
+}
 
 export interface ReplayTrace {
   device: number;
@@ -26,15 +44,19 @@ export interface ReplayTrace {
   eventIndex: Int32Array;
   /** Original stream handle for each dense index. */
   streamValues: number[];
-  /** Allocations re-created at the start because the trace began late. */
+  /** Allocations alive at the trace's start (seeded, or re-created when no seed could be built). */
   initialAllocs: number;
   lateStart: boolean;
+  /** The exact state at the trace's start; null when the trace starts empty or the state
+   * holds expandable segments (then the live allocations are re-created, approximately). */
+  seed: ReplaySeed | null;
+  start: WindowStart;
   emptyCacheCalls: number;
   /** segment_free bursts judged allocator-internal (OOM retry, GC): not replayed. */
   internalReleases: number;
   /** free_completed events whose allocation is unknown (damaged trace): skipped. */
   unmatchedFrees: number;
-  /** Indices of the trace's own 'oom' events. */
+  /** Indices of the trace's own 'oom' events (each replayed as an OOM-attempt op). */
   recordedOoms: number[];
   /**
    * Addresses the recorded cudaMallocs returned, in order (segments alive before a late
@@ -73,9 +95,11 @@ function hasFrame(frames: Frames, re: RegExp): boolean {
 
 export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
   const events = s.deviceTraces[device] ?? [];
-  const initial = rebuildInitialState(s, device);
+  const start = windowStart(s, device);
+  const exact = !start.segments.some((g) => g.expandable);
+  const liveAtStart = start.segments.flatMap((g) => g.blocks.filter((b) => b.state !== 'free').map((b) => ({ ...b, stream: g.stream })));
   // An alloc at a still-live address (a lost free) takes two ops.
-  const cap = 2 * events.length + initial.blocks.length + 1;
+  const cap = 2 * events.length + liveAtStart.length + 1;
   const ops = new Uint8Array(cap);
   const sizes = new BigUint64Array(cap);
   const ids = new Uint32Array(cap);
@@ -94,8 +118,6 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
   };
 
   let n = 0;
-  let nextId = 1;
-  const live = new Map<number, number>(); // address -> id
   const push = (op: number, size: number, id: number, st: number, ev: number) => {
     ops[n] = op;
     sizes[n] = BigInt(size);
@@ -104,58 +126,46 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     eventIndex[n] = ev;
     n++;
   };
-  const alloc = (addr: number, size: number, st: number, ev: number) => {
-    const old = live.get(addr);
-    if (old !== undefined) push(REPLAY_FREE, 0, old, 0, ev); // a lost free (damaged trace): keep ids unique
-    const id = nextId++;
-    live.set(addr, id);
-    push(REPLAY_ALLOC, size, id, stream(st), ev);
-  };
 
-  for (const b of initial.blocks) alloc(b.address, b.requestedSize, b.stream, -1);
-  const initialAllocs = n;
-
+  // Replay ids are the fold's dense allocation ids plus one (0 means "no allocation").
+  const seed: ReplaySeed | null = exact && start.segments.length ? buildSeed(start, stream) : null;
+  const initialAllocs = liveAtStart.length;
   let emptyCacheCalls = 0;
   let internalReleases = 0;
   let unmatchedFrees = 0;
+  let releaseEnd = -1; // a burst of segment frees is one decision; skip to its end
   const recordedOoms: number[] = [];
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i];
-    switch (e.action) {
-      case 'alloc':
-        alloc(e.addr, e.size, e.stream, i);
-        break;
-      case 'free_completed': {
-        const id = live.get(e.addr);
-        if (id === undefined) {
-          unmatchedFrees++;
-          break;
+  foldTrace(
+    s,
+    device,
+    {
+      alloc(a, i) {
+        // Without a seed, allocations alive at the start are made first, in address order.
+        if (i >= 0 || !seed) push(REPLAY_ALLOC, a.size, a.id + 1, stream(a.stream), i);
+      },
+      free: (a, i, e) => push(REPLAY_FREE, 0, a.id + 1, stream(e.stream), i),
+      unmatchedFree: () => void unmatchedFrees++,
+      event(i, e) {
+        if ((e.action === 'segment_free' || e.action === 'segment_unmap') && i >= releaseEnd) {
+          const { kind, end } = classifyRelease(events, i);
+          releaseEnd = end;
+          if (kind === 'empty_cache') {
+            push(REPLAY_EMPTY_CACHE, 0, 0, 0, i);
+            emptyCacheCalls++;
+          } else {
+            internalReleases++;
+          }
+        } else if (e.action === 'oom') {
+          recordedOoms.push(i);
+          push(REPLAY_OOM_ATTEMPT, e.size, 0, stream(e.stream), i);
         }
-        live.delete(e.addr);
-        push(REPLAY_FREE, 0, id, stream(e.stream), i);
-        break;
-      }
-      case 'segment_free':
-      case 'segment_unmap': {
-        const { kind, end } = classifyRelease(events, i);
-        if (kind === 'empty_cache') {
-          push(REPLAY_EMPTY_CACHE, 0, 0, 0, i);
-          emptyCacheCalls++;
-        } else {
-          internalReleases++;
-        }
-        i = end - 1;
-        break;
-      }
-      case 'oom':
-        recordedOoms.push(i);
-        break;
-      default:
-        break;
-    }
-  }
+      },
+    },
+    { start },
+  );
+  // Seeded segments sit at their addresses already; without a seed they are allocated first.
   const segmentAddresses = Float64Array.from([
-    ...initial.segments.map((g) => g.address),
+    ...(seed ? [] : start.segments.map((g) => g.address)),
     ...events.filter((e) => e.action === 'segment_alloc').map((e) => e.addr),
   ]);
   return {
@@ -169,10 +179,42 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     eventIndex: eventIndex.subarray(0, n),
     streamValues,
     initialAllocs,
-    lateStart: initial.lateStart,
+    lateStart: start.lateStart,
+    seed,
+    start,
     emptyCacheCalls,
     internalReleases,
     unmatchedFrees,
     recordedOoms,
   };
+}
+
+function buildSeed(start: WindowStart, stream: (v: number) => number): ReplaySeed {
+  const nb = start.segments.reduce((n, g) => n + g.blocks.length, 0);
+  const seed: ReplaySeed = {
+    segAddress: new Float64Array(start.segments.length),
+    segStream: new Float64Array(start.segments.length),
+    segSmall: new Uint8Array(start.segments.length),
+    segBlocks: new Uint32Array(start.segments.length),
+    blockSize: new Float64Array(nb),
+    blockRequested: new Float64Array(nb),
+    blockId: new Uint32Array(nb),
+  };
+  // Live blocks are numbered in segment, then address order: the order foldTrace gives
+  // the allocations alive at the start their ids.
+  let k = 0;
+  let id = 0;
+  start.segments.forEach((g, i) => {
+    seed.segAddress[i] = g.address;
+    seed.segStream[i] = stream(g.stream);
+    seed.segSmall[i] = g.pool === 'small' ? 1 : 0;
+    seed.segBlocks[i] = g.blocks.length;
+    for (const b of g.blocks) {
+      seed.blockSize[k] = b.size;
+      seed.blockRequested[k] = b.requestedSize;
+      if (b.state !== 'free') seed.blockId[k] = ++id;
+      k++;
+    }
+  });
+  return seed;
 }

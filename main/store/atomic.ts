@@ -2,13 +2,13 @@
 // fsync the folder. A reader sees the old file or the new one, never half of either.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { ownedName } from './leftovers';
 
 export const TMP_MARK = '.tmp-';
 
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
   const dir = path.dirname(file);
-  const tmp = path.join(dir, `${TMP_MARK}${path.basename(file)}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = path.join(dir, ownedName(TMP_MARK, path.basename(file)));
   const handle = await fs.open(tmp, 'w', 0o644);
   try {
     await handle.writeFile(data);

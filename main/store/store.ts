@@ -1,9 +1,10 @@
 // The run store: one folder per run under <home>/runs, every file written atomically.
 //   runs/<id>/meta.json          id, name, status, spec, summary (the commit point)
 //   runs/<id>/chunks/NNNNNN.json  {samples, events} appended while the run goes
-// A run folder appears only once its first meta.json is durable (built under .tmp-<id>,
-// then renamed); deletion renames to .trash-<id> first. Opening the store marks runs
-// whose owning process is gone as interrupted and sweeps temp leftovers.
+// A run folder appears only once its first meta.json is durable (built under .tmp-<id>-<pid>-..,
+// then renamed); deletion renames to .trash-<id>-<pid>-.. first. Opening the store marks runs
+// whose owning process is gone as interrupted and sweeps temp leftovers that are provably
+// abandoned (leftovers.ts: the app and the CLI may share the store).
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,10 @@ import type { MemorySample, RunEvent, RunGroup, RunMeta, RunRecord, RunStatus, R
 import type { Spec } from '../contract/spec';
 import { modelName } from '../contract/catalogue';
 import { readJson, syncDir, TMP_MARK, writeJsonAtomic } from './atomic';
-import { RunWriter } from './writer';
+import { CHUNK_ITEMS, RunWriter } from './writer';
+import { EventThinner, SampleDecimator } from './decimate';
+import { metaProblem } from './meta_check';
+import { DEFAULT_GRACE_MS, isAbandoned, isAlive, ownedName } from './leftovers';
 
 const ID_RE = /^\d{8}-\d{6}-[0-9a-f]{6}$/;
 const TRASH_MARK = '.trash-';
@@ -23,6 +27,17 @@ export class RunNotFoundError extends Error {
   }
 }
 
+/** A run folder whose meta.json could not be used: listed apart, never fatal. */
+export interface DamagedRun {
+  id: string;
+  problem: string;
+}
+
+export interface OpenOptions {
+  /** How old a dead process's temp file must be before recovery removes it. */
+  tempGraceMs?: number;
+}
+
 export interface CreateOptions {
   name?: string;
   group?: RunGroup | null;
@@ -31,13 +46,16 @@ export interface CreateOptions {
 export class RunStore {
   readonly dir: string;
 
-  private constructor(readonly home: string) {
+  private constructor(
+    readonly home: string,
+    private readonly graceMs: number,
+  ) {
     this.dir = path.join(home, 'runs');
   }
 
   /** Opens (creating if needed) the store under `home` and recovers after a crash. */
-  static async open(home: string): Promise<RunStore> {
-    const store = new RunStore(home);
+  static async open(home: string, opts: OpenOptions = {}): Promise<RunStore> {
+    const store = new RunStore(home, opts.tempGraceMs ?? DEFAULT_GRACE_MS);
     await fs.mkdir(store.dir, { recursive: true });
     await store.recover();
     return store;
@@ -59,7 +77,7 @@ export class RunStore {
       hostname: os.hostname(),
       summary: null,
     };
-    const staging = path.join(this.dir, `${TMP_MARK}${id}`);
+    const staging = path.join(this.dir, ownedName(TMP_MARK, id));
     await fs.mkdir(path.join(staging, 'chunks'), { recursive: true });
     await writeJsonAtomic(path.join(staging, 'meta.json'), meta);
     await fs.rename(staging, this.runDir(id));
@@ -67,35 +85,64 @@ export class RunStore {
     return new RunWriter(this.runDir(id), meta);
   }
 
-  /** Every run, newest first. Unreadable folders are skipped, never fatal. */
+  /** Every run, newest first. Runs whose meta.json is unreadable or damaged are left out. */
   async list(): Promise<RunMeta[]> {
+    return (await this.scan()).runs;
+  }
+
+  /** Every usable run, newest first, and each run folder that had to be skipped, and why. */
+  async scan(): Promise<{ runs: RunMeta[]; damaged: DamagedRun[] }> {
     const names = await fs.readdir(this.dir);
-    const metas: RunMeta[] = [];
+    const runs: RunMeta[] = [];
+    const damaged: DamagedRun[] = [];
     for (const name of names) {
       if (!ID_RE.test(name)) continue;
-      try {
-        metas.push(await readJson<RunMeta>(path.join(this.dir, name, 'meta.json')));
-      } catch {
-        /* a folder without a readable meta.json is not a run */
-      }
+      const got = await readMeta(path.join(this.dir, name), name);
+      if ('problem' in got) damaged.push({ id: name, problem: got.problem });
+      else runs.push(got.meta);
     }
-    return metas.sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : b.id.localeCompare(a.id)));
+    runs.sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : b.id.localeCompare(a.id)));
+    return { runs, damaged: damaged.sort((a, b) => a.id.localeCompare(b.id)) };
   }
 
   async meta(id: string): Promise<RunMeta> {
     checkId(id);
-    try {
-      return await readJson<RunMeta>(path.join(this.runDir(id), 'meta.json'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new RunNotFoundError(id);
-      throw err;
-    }
+    const got = await readMeta(this.runDir(id), id);
+    if ('meta' in got) return got.meta;
+    if (got.missing) throw new RunNotFoundError(id);
+    throw new Error(`run ${id} is damaged: ${got.problem}`);
   }
 
-  async get(id: string): Promise<RunRecord> {
+  /**
+   * A run with its timeline. With maxSamples, a run stored with more samples than that
+   * (one written before timelines were decimated: hundreds of MB) is decimated while it is
+   * read, peaks kept, so the reply stays bounded whatever is on disk.
+   */
+  async get(id: string, opts: { maxSamples?: number } = {}): Promise<RunRecord> {
     const meta = await this.meta(id);
-    const { timeline, events } = await readChunks(path.join(this.runDir(id), 'chunks'));
-    return { meta, timeline, events };
+    const dir = path.join(this.runDir(id), 'chunks');
+    const names = await chunkNames(dir);
+    const max = opts.maxSamples ?? Infinity;
+    if (names.length * CHUNK_ITEMS <= max) return { meta, ...(await readChunks(dir, names)) };
+    let samples = 0;
+    let events = 0;
+    for (const n of names) {
+      const c = await readJson<{ samples?: unknown[]; events?: unknown[] }>(path.join(dir, n));
+      samples += c.samples?.length ?? 0;
+      events += c.events?.length ?? 0;
+    }
+    if (samples <= max) return { meta, ...(await readChunks(dir, names)) };
+    const keep = new SampleDecimator(Infinity, Math.ceil((2 * samples) / max)); // 2 picks per bucket at most
+    const thin = new EventThinner(Math.max(1, Math.floor(max / 8)));
+    const timeline: MemorySample[] = [];
+    const evs: RunEvent[] = [];
+    for (const n of names) {
+      const c = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
+      for (const s of keep.push(c.samples ?? [])) timeline.push(s);
+      for (const e of thin.push(c.events ?? [])) evs.push(e);
+    }
+    for (const s of keep.flush()) timeline.push(s);
+    return { meta, timeline, events: evs, decimated: { samples, events } };
   }
 
   async rename(id: string, name: string): Promise<RunMeta> {
@@ -109,7 +156,7 @@ export class RunStore {
 
   async delete(id: string): Promise<void> {
     checkId(id);
-    const trash = path.join(this.dir, `${TRASH_MARK}${id}-${randomBytes(3).toString('hex')}`);
+    const trash = path.join(this.dir, ownedName(TRASH_MARK, id));
     try {
       await fs.rename(this.runDir(id), trash);
     } catch (err) {
@@ -129,18 +176,16 @@ export class RunStore {
     for (const name of await fs.readdir(this.dir)) {
       const full = path.join(this.dir, name);
       if (name.startsWith(TMP_MARK) || name.startsWith(TRASH_MARK)) {
-        await fs.rm(full, { recursive: true, force: true });
+        // Another process may be building or deleting this run right now.
+        if (await isAbandoned(full, name, this.graceMs)) await fs.rm(full, { recursive: true, force: true });
         continue;
       }
       if (!ID_RE.test(name)) continue;
-      await sweepTemps(full);
-      await sweepTemps(path.join(full, 'chunks'));
-      let meta: RunMeta;
-      try {
-        meta = await readJson<RunMeta>(path.join(full, 'meta.json'));
-      } catch {
-        continue;
-      }
+      await sweepTemps(full, this.graceMs);
+      await sweepTemps(path.join(full, 'chunks'), this.graceMs);
+      const got = await readMeta(full, name);
+      if (!('meta' in got)) continue; // damaged: list() reports it, recovery leaves it as is
+      const meta = got.meta;
       if (meta.status !== 'running') continue;
       if (meta.hostname === host && isAlive(meta.pid)) continue; // someone is still writing it
       const next: RunMeta = { ...meta, status: 'interrupted' as RunStatus, updated: new Date().toISOString() };
@@ -174,35 +219,45 @@ function defaultName(spec: Spec): string {
   return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
 }
 
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function sweepTemps(dir: string): Promise<void> {
+async function sweepTemps(dir: string, graceMs: number): Promise<void> {
   let names: string[];
   try {
     names = await fs.readdir(dir);
   } catch {
     return;
   }
-  for (const n of names) if (n.startsWith(TMP_MARK)) await fs.rm(path.join(dir, n), { force: true });
+  for (const n of names) {
+    const full = path.join(dir, n);
+    if (n.startsWith(TMP_MARK) && (await isAbandoned(full, n, graceMs))) await fs.rm(full, { force: true });
+  }
 }
 
-async function readChunks(dir: string): Promise<{ timeline: MemorySample[]; events: RunEvent[] }> {
+type MetaRead = { meta: RunMeta } | { problem: string; missing: boolean };
+
+async function readMeta(dir: string, id: string): Promise<MetaRead> {
+  let v: unknown;
+  try {
+    v = await readJson<unknown>(path.join(dir, 'meta.json'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { problem: 'no meta.json', missing: true };
+    return { problem: err instanceof SyntaxError ? `meta.json is not valid JSON (${err.message})` : `meta.json unreadable (${code ?? String(err)})`, missing: false };
+  }
+  const problem = metaProblem(v, id);
+  return problem ? { problem, missing: false } : { meta: v as RunMeta };
+}
+
+async function chunkNames(dir: string): Promise<string[]> {
+  try {
+    return (await fs.readdir(dir)).filter((n) => /^\d{6}\.json$/.test(n)).sort();
+  } catch {
+    return []; // no chunks yet
+  }
+}
+
+async function readChunks(dir: string, names: readonly string[]): Promise<{ timeline: MemorySample[]; events: RunEvent[] }> {
   const timeline: MemorySample[] = [];
   const events: RunEvent[] = [];
-  let names: string[] = [];
-  try {
-    names = (await fs.readdir(dir)).filter((n) => /^\d{6}\.json$/.test(n)).sort();
-  } catch {
-    /* no chunks yet */
-  }
   for (const n of names) {
     const chunk = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
     for (const s of chunk.samples ?? []) timeline.push(s);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { MemorySample, RunEvent, RunMeta, RunStatus, RunSummary } from '../contract/runs';
 import { readJson, writeJsonAtomic } from './atomic';
 
-const CHUNK_ITEMS = 2048; // small enough that one JSON.stringify stays a few ms
+export const CHUNK_ITEMS = 2048; // small enough that one JSON.stringify stays a few ms
 const FLUSH_MS = 500;
 
 export class RunWriter {

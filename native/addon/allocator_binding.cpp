@@ -24,6 +24,16 @@ std::optional<double> opt_number(const Napi::Object& o, const char* key) {
   return v.As<Napi::Number>().DoubleValue();
 }
 
+// A byte count option: a whole number >= 0 and < 2^63. NaN, negatives and infinity used
+// to pass through static_cast<uint64_t> (undefined; in practice "unlimited").
+std::optional<uint64_t> opt_bytes(const Napi::Object& o, const char* key) {
+  auto v = opt_number(o, key);
+  if (!v) return std::nullopt;
+  if (!(*v >= 0 && *v < 9.2e18) || *v != static_cast<double>(static_cast<uint64_t>(*v)))
+    throw Napi::RangeError::New(o.Env(), std::string("option '") + key + "' must be a whole number of bytes >= 0");
+  return static_cast<uint64_t>(*v);
+}
+
 std::optional<std::string> opt_string(const Napi::Object& o, const char* key) {
   if (!o.Has(key) || o.Get(key).IsUndefined() || o.Get(key).IsNull()) return std::nullopt;
   Napi::Value v = o.Get(key);
@@ -56,7 +66,9 @@ std::vector<uint64_t> u64_column(Napi::Env env, const Napi::Value& v, const char
   if (ta.TypedArrayType() == napi_float64_array) {
     Napi::Float64Array f = v.As<Napi::Float64Array>();
     for (size_t i = 0; i < out.size(); ++i) {
-      if (!(f[i] >= 0)) throw Napi::RangeError::New(env, std::string(what) + " must hold non-negative values");
+      // 2^64 and above (infinity included) would be undefined in the cast below.
+      if (!(f[i] >= 0 && f[i] < 18446744073709551616.0))
+        throw Napi::RangeError::New(env, std::string(what) + " must hold non-negative values below 2^64");
       out[i] = static_cast<uint64_t>(f[i]);
     }
   } else if (ta.TypedArrayType() == napi_biguint64_array) {
@@ -66,6 +78,46 @@ std::vector<uint64_t> u64_column(Napi::Env env, const Napi::Value& v, const char
     throw Napi::TypeError::New(env, std::string(what) + " must be a Float64Array or BigUint64Array");
   }
   return out;
+}
+
+Napi::TypedArray typed(Napi::Env env, const Napi::Object& o, const char* key, napi_typedarray_type want, const char* type) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != want)
+    throw Napi::TypeError::New(env, std::string("seed.") + key + " must be a " + type);
+  return v.As<Napi::TypedArray>();
+}
+
+// seed: {segAddress, segStream: Float64Array, segSmall: Uint8Array, segBlocks: Uint32Array
+// (blocks per segment), blockSize, blockRequested: Float64Array, blockId: Uint32Array (0: free)}
+void read_seed(Napi::Env env, const Napi::Object& o, std::vector<SeedSegment>& segs, std::vector<uint32_t>& ids) {
+  std::vector<uint64_t> addr = u64_column(env, o.Get("segAddress"), "seed.segAddress");
+  std::vector<uint64_t> stream = u64_column(env, o.Get("segStream"), "seed.segStream");
+  Napi::Uint8Array small = typed(env, o, "segSmall", napi_uint8_array, "Uint8Array").As<Napi::Uint8Array>();
+  Napi::Uint32Array counts = typed(env, o, "segBlocks", napi_uint32_array, "Uint32Array").As<Napi::Uint32Array>();
+  std::vector<uint64_t> size = u64_column(env, o.Get("blockSize"), "seed.blockSize");
+  std::vector<uint64_t> req = u64_column(env, o.Get("blockRequested"), "seed.blockRequested");
+  Napi::Uint32Array bid = typed(env, o, "blockId", napi_uint32_array, "Uint32Array").As<Napi::Uint32Array>();
+  const size_t n = addr.size();
+  if (stream.size() != n || small.ElementLength() != n || counts.ElementLength() != n)
+    throw Napi::RangeError::New(env, "seed: the segment columns must have the same length");
+  const size_t nb = size.size();
+  if (req.size() != nb || bid.ElementLength() != nb)
+    throw Napi::RangeError::New(env, "seed: the block columns must have the same length");
+  size_t k = 0;
+  segs.resize(n);
+  ids.resize(nb);
+  for (size_t i = 0; i < n; ++i) {
+    SeedSegment& g = segs[i];
+    g.address = addr[i];
+    g.stream = stream[i];
+    g.is_small = small[i] != 0;
+    if (counts[i] > nb - k) throw Napi::RangeError::New(env, "seed: segBlocks names more blocks than blockSize holds");
+    for (uint32_t j = 0; j < counts[i]; ++j, ++k) {
+      g.blocks.push_back(SeedBlock{size[k], req[k], bid[k] != 0});
+      ids[k] = bid[k];
+    }
+  }
+  if (k != nb) throw Napi::RangeError::New(env, "seed: segBlocks accounts for fewer blocks than blockSize holds");
 }
 
 Napi::Object stats_object(Napi::Env env, const std::vector<std::pair<std::string, int64_t>>& stats) {
@@ -148,19 +200,30 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
   }
   ReplayOptions opt;
   std::vector<uint64_t> seg_addrs;
+  std::vector<SeedSegment> seed;
+  std::vector<uint32_t> seed_ids;
+  bool has_seed = false;
   if (info.Length() > 4 && info[4].IsObject()) {
     Napi::Object o = info[4].As<Napi::Object>();
     if (auto v = opt_string(o, "device")) opt.device_id = *v;
     if (auto v = opt_string(o, "settings")) opt.settings = *v;
-    if (auto v = opt_number(o, "capacity")) opt.capacity = static_cast<uint64_t>(*v);
+    if (auto v = opt_bytes(o, "capacity")) opt.capacity = *v;
     if (auto v = opt_number(o, "fraction")) opt.memory_fraction = *v;
     if (auto v = opt_number(o, "historyMax")) opt.history_max_entries = static_cast<size_t>(*v);
     opt.record_history = opt_bool(o, "history");
     opt.take_snapshot = opt_bool(o, "snapshot");
     if (o.Has("segmentAddresses") && !o.Get("segmentAddresses").IsUndefined())
       seg_addrs = u64_column(env, o.Get("segmentAddresses"), "segmentAddresses");
+    if (o.Has("seed") && o.Get("seed").IsObject()) {
+      read_seed(env, o.Get("seed").As<Napi::Object>(), seed, seed_ids);
+      has_seed = true;
+    }
   }
   ReplayInput in{ops.Data(), sizes.data(), ids.Data(), streams.data(), n, seg_addrs.data(), seg_addrs.size()};
+  if (has_seed) {
+    in.seed = &seed;
+    in.seed_ids = &seed_ids;
+  }
 
   std::shared_ptr<Device> dev = open_device(opt.device_id);
   CachingAllocator a(dev, AllocatorSettings::parse(opt.settings));
@@ -172,6 +235,7 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("peakAllocated", num(env, static_cast<double>(r.peak_allocated)));
   out.Set("peakReserved", num(env, static_cast<double>(r.peak_reserved)));
+  out.Set("unallocatedAtPeak", num(env, static_cast<double>(r.unallocated_at_peak)));
   out.Set("numDeviceAlloc", num(env, static_cast<double>(r.num_device_alloc)));
   out.Set("numDeviceFree", num(env, static_cast<double>(r.num_device_free)));
   out.Set("numOoms", num(env, static_cast<double>(r.num_ooms)));
@@ -186,6 +250,15 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
   } else {
     out.Set("firstOom", env.Null());
   }
+  Napi::Array attempts = Napi::Array::New(env, r.oom_attempts.size());
+  for (size_t i = 0; i < r.oom_attempts.size(); ++i) {
+    Napi::Object at = Napi::Object::New(env);
+    at.Set("index", num(env, static_cast<double>(r.oom_attempts[i].index)));
+    at.Set("failed", Napi::Boolean::New(env, r.oom_attempts[i].failed));
+    at.Set("message", r.oom_attempts[i].message);
+    attempts.Set(static_cast<uint32_t>(i), at);
+  }
+  out.Set("oomAttempts", attempts);
   if (opt.record_history) out.Set("history", history_array(env, r.history, a.contexts()));
   if (r.snapshot) out.Set("snapshot", snapshot_object(env, *r.snapshot, a.contexts()));
   return out;
@@ -222,7 +295,7 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
     if (info.Length() > 2 && info[2].IsObject()) {
       Napi::Object o = info[2].As<Napi::Object>();
       if (auto v = opt_number(o, "fraction")) alloc_->set_memory_fraction(*v);
-      if (auto v = opt_number(o, "capacity")) alloc_->set_capacity_limit(static_cast<uint64_t>(*v));
+      if (auto v = opt_bytes(o, "capacity")) alloc_->set_capacity_limit(*v);
       if (opt_bool(o, "history")) {
         auto max = opt_number(o, "historyMax");
         alloc_->set_history(true, max ? static_cast<size_t>(*max) : 100000);

@@ -155,10 +155,10 @@ struct RunState {
 // drain(): every queued event (at most the worker's cap) and, once the job has ended,
 // its outcome (exactly once; null before and after).
 Napi::Value Drain(Napi::Env env, RunState& st) {
-  // The outcome is read first: once it is set the job has returned, so the drain below
-  // takes every event it ever queued and the outcome can follow them.
-  auto out = st.done_delivered ? std::nullopt : st.worker->outcome();
-  Napi::Object o = batchToJs(env, st.worker->drain());
+  // Events and outcome come from one atomic drain (see EventBatch::outcome).
+  EventBatch batch = st.worker->drain();
+  auto out = st.done_delivered ? std::nullopt : std::move(batch.outcome);
+  Napi::Object o = batchToJs(env, std::move(batch));
   if (out) {
     st.done_delivered = true;
     o.Set("outcome", outcomeToJs(env, *out));

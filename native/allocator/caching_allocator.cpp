@@ -83,6 +83,12 @@ Allocation CachingAllocator::malloc(size_t orig_size, StreamId stream, ContextId
   if (orig_size == 0) return Allocation{0, 0, 0, stream};  // c10 hands out nullptr without a block
   std::lock_guard<std::mutex> lock(mu_);
   host_ns_ += host_op_ns_;
+  if (orig_size > kMaxRequestSize) {
+    // round_size/allocation_size would wrap (2^64 - 1 became a 0-byte block): an OOM.
+    BlockPool& pool = large_blocks_;
+    AllocParams p{Block(stream, orig_size, nullptr, 0), &pool, orig_size, false};
+    throw_oom(p, orig_size, ctx);
+  }
   size_t size = round_size(orig_size);
   BlockPool& pool = size <= kSmallSize ? small_blocks_ : large_blocks_;
   AllocParams p{Block(stream, size, nullptr, 0), &pool, allocation_size(size), settings_.expandable_segments};

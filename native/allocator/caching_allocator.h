@@ -68,6 +68,20 @@ struct SegmentSnapshot {
   std::vector<BlockSnapshot> blocks;
 };
 
+// A segment as a recorded allocator held it (see CachingAllocator::seed).
+struct SeedBlock {
+  size_t size = 0;       // block size (rounded)
+  size_t requested = 0;  // bytes asked for (allocated blocks)
+  bool allocated = false;
+};
+
+struct SeedSegment {
+  uintptr_t address = 0;
+  StreamId stream = 0;
+  bool is_small = false;            // small pool (2 MiB segments) or large
+  std::vector<SeedBlock> blocks;    // in address order, tiling the segment
+};
+
 struct MemorySnapshot {
   std::vector<SegmentSnapshot> segments;  // sorted by address
   std::vector<TraceEvent> trace;          // oldest first (empty unless history is on)
@@ -87,6 +101,14 @@ class CachingAllocator {
   void free(const Allocation& a) { free(a.ptr); }
   // Returns every unused cached segment (and free expandable pages) to the device.
   void empty_cache();
+
+  // Starts a fresh allocator from a recorded state: each segment is taken over at its
+  // address (the device must support Device::adopt), its free blocks cached and its
+  // allocated blocks handed out, so a replay can go on from the moment a trace began.
+  // Counts as state (reserved, allocated, peaks) but not as device allocations.
+  // Throws std::invalid_argument for a malformed layout, one the device cannot hold or
+  // one above the cap. Expandable segments are not supported.
+  void seed(const std::vector<SeedSegment>& segments);
 
   // torch.cuda.set_per_process_memory_fraction: cap = fraction * device total (1.0 lifts it).
   void set_memory_fraction(double fraction);

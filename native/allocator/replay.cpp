@@ -45,6 +45,27 @@ ReplayTrace parse_replay_text(const std::string& text) {
   return t;
 }
 
+namespace {
+// Marks the seeded allocations live under their replay ids.
+template <typename Slot>
+void seed_live(const CachingAllocator&, const ReplayInput& in, Slot&& slot) {
+  size_t k = 0;
+  for (const SeedSegment& seg : *in.seed) {
+    uintptr_t at = seg.address;
+    for (const SeedBlock& b : seg.blocks) {
+      uint32_t id = in.seed_ids && k < in.seed_ids->size() ? (*in.seed_ids)[k] : 0;
+      ++k;
+      if (b.allocated && id != 0) {
+        uintptr_t& s = slot(id);
+        if (s != 0) throw std::invalid_argument("replay seed: id " + std::to_string(id) + " is given twice");
+        s = at;
+      }
+      at += b.size;
+    }
+  }
+}
+}  // namespace
+
 ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool take_snapshot) {
   if (in.count && (!in.ops || !in.ids)) throw std::invalid_argument("replay: ops and ids are required");
   ReplayResult r;
@@ -58,7 +79,21 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
     return live[id];
   };
   std::vector<uint8_t> failed;  // ids whose alloc hit OOM
-  for (size_t i = 0; i < in.count; ++i) {
+  if (in.seed) {
+    allocator.seed(*in.seed);
+    seed_live(allocator, in, slot);
+  }
+  // Fragmentation at the peak: the gap right after the op that drove reserved highest.
+  uint64_t top = allocator.memory_reserved();
+  r.unallocated_at_peak = top - allocator.memory_allocated();
+  auto watch_peak = [&]() {
+    const uint64_t reserved = allocator.memory_reserved();
+    if (reserved > top) {
+      top = reserved;
+      r.unallocated_at_peak = reserved - allocator.memory_allocated();
+    }
+  };
+  for (size_t i = 0; i < in.count; ++i, watch_peak()) {
     switch (static_cast<ReplayOpKind>(in.ops[i])) {
       case ReplayOpKind::kAlloc: {
         if (!in.sizes) throw std::invalid_argument("replay: sizes are required for alloc ops");
@@ -98,6 +133,23 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
       case ReplayOpKind::kEmptyCache:
         allocator.empty_cache();
         break;
+      case ReplayOpKind::kOomAttempt: {
+        if (!in.sizes) throw std::invalid_argument("replay: sizes are required for oom attempts");
+        ReplayResult::OomAttempt at{i, false, {}};
+        try {
+          Allocation a = allocator.malloc(in.sizes[i], in.streams ? in.streams[i] : 0);
+          allocator.free(a.ptr);
+        } catch (const OutOfMemoryError& e) {
+          at.failed = true;
+          at.message = e.what();
+          if (r.first_oom_index < 0) {
+            r.first_oom_index = static_cast<int64_t>(i);
+            r.first_oom_message = e.what();
+          }
+        }
+        r.oom_attempts.push_back(std::move(at));
+        break;
+      }
       default:
         throw std::invalid_argument("replay op " + std::to_string(i) + ": unknown op code " + std::to_string(in.ops[i]));
     }

@@ -11,7 +11,13 @@
 
 namespace vramlab::alloc {
 
-enum class ReplayOpKind : uint8_t { kAlloc = 0, kFree = 1, kEmptyCache = 2 };
+// kOomAttempt replays a recorded 'oom' event: the allocation PyTorch tried and gave up on
+// (after freeing cached blocks and retrying). It is tried again; if it now fits, the block
+// is returned at once, since the recorded program went on without it.
+enum class ReplayOpKind : uint8_t { kAlloc = 0, kFree = 1, kEmptyCache = 2, kOomAttempt = 3 };
+
+// Allocations alive when the trace began belong to seeded segments: a SeedBlock that is
+// allocated carries, at the same position in seed_ids, the replay id later frees use.
 
 // Column views over caller-owned arrays (typed arrays on the JS side). For a free,
 // ids[i] names the allocation to release: the id its alloc op carried.
@@ -25,6 +31,10 @@ struct ReplayInput {
   // device hands them out again so best-fit ties break as they did in the recording.
   const uint64_t* segment_addresses = nullptr;
   size_t segment_count = 0;
+  // Optional: the allocator state when the trace began (CachingAllocator::seed), and one
+  // id per seeded block in segment then block order (0 for free blocks).
+  const std::vector<SeedSegment>* seed = nullptr;
+  const std::vector<uint32_t>* seed_ids = nullptr;
 };
 
 // Owning form, convenient in C++.
@@ -70,6 +80,8 @@ struct ReplayOptions {
 struct ReplayResult {
   uint64_t peak_allocated = 0;
   uint64_t peak_reserved = 0;
+  // Reserved minus allocated bytes just after the op that first took reserved to its peak.
+  uint64_t unallocated_at_peak = 0;
   int64_t num_device_alloc = 0;
   int64_t num_device_free = 0;
   int64_t num_ooms = 0;
@@ -78,6 +90,13 @@ struct ReplayResult {
   std::vector<std::pair<std::string, int64_t>> memory_stats;
   int64_t first_oom_index = -1;  // op index of the first failed alloc
   std::string first_oom_message;
+  // Each kOomAttempt op in order: its op index, whether it failed again, and the message.
+  struct OomAttempt {
+    size_t index = 0;
+    bool failed = false;
+    std::string message;
+  };
+  std::vector<OomAttempt> oom_attempts;
   std::vector<TraceEvent> history;
   std::optional<MemorySnapshot> snapshot;
 };

@@ -46,6 +46,11 @@ class Device {
 
   virtual void synchronize() {}
 
+  // Takes over [ptr, ptr+bytes) as if cudaMalloc had returned it earlier: a replay that
+  // starts from a recorded allocator state places its segments where they were. Only a
+  // simulated device can do this; false when the range is taken or does not fit.
+  virtual bool adopt(uintptr_t /*ptr*/, size_t /*bytes*/) { return false; }
+
   // Time spent in device memory calls so far, in ns: modelled on the sim device,
   // measured wall time on a real GPU. The allocator's virtual clock builds on it.
   virtual uint64_t busy_ns() const { return 0; }

@@ -93,7 +93,22 @@ uintptr_t SimDevice::take_va(size_t bytes) {
     }
   }
   const size_t chunk = std::max(kVaChunk, need);
-  if (lowest_va_ < kVaBase + chunk) throw std::runtime_error("simulated device ran out of virtual address space");
+  for (;;) {
+    if (lowest_va_ < kVaBase + chunk) throw std::runtime_error("simulated device ran out of virtual address space");
+    // Step below segments placed by the caller (scripted or adopted from a snapshot).
+    const uintptr_t lo = lowest_va_ - chunk;
+    uintptr_t below = lowest_va_;
+    for (const auto* m : {&allocations_, &reservations_}) {
+      auto it = m->lower_bound(lowest_va_);
+      while (it != m->begin()) {
+        --it;
+        if (it->first + align_up(it->second, kVaAlign) <= lo) break;
+        below = std::min(below, it->first);
+      }
+    }
+    if (below == lowest_va_) break;
+    lowest_va_ = below - below % kVaAlign;
+  }
   lowest_va_ -= chunk;
   if (chunk > need) give_va(lowest_va_ + need, chunk - need);
   return lowest_va_;
@@ -102,8 +117,13 @@ uintptr_t SimDevice::take_va(size_t bytes) {
 // A scripted address (a replayed snapshot's): anywhere in the span that no live
 // allocation or reservation covers; free range parts under it are taken out.
 bool SimDevice::take_va_at(uintptr_t va, size_t bytes) {
-  size_t need = align_up(bytes, kVaAlign);
-  if (va % kVaAlign != 0 || va < kVaBase || va + need > kVaBase + kVaSpan) return false;
+  if (va % kVaAlign != 0 || va < kVaBase || va + align_up(bytes, kVaAlign) > kVaBase + kVaSpan) return false;
+  return claim_va(va, align_up(bytes, kVaAlign));
+}
+
+// [va, va+need) for a segment placed by the caller: free unless a live allocation or
+// reservation covers part of it; free range parts under it are taken out.
+bool SimDevice::claim_va(uintptr_t va, size_t need) {
   auto overlaps = [&](const std::map<uintptr_t, size_t>& m) {
     auto it = m.lower_bound(va + need);
     if (it == m.begin()) return false;
@@ -164,6 +184,25 @@ uintptr_t SimDevice::malloc(size_t bytes) {
   return va;
 }
 
+bool SimDevice::adopt(uintptr_t ptr, size_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (bytes == 0 || bytes > total_ - used_) return false;
+  const bool inside = ptr < kVaBase + kVaSpan && ptr + bytes > kVaBase;
+  if (inside) {
+    // The range must lie wholly in free address space; ranges outside the simulated span
+    // cannot collide with anything this device hands out.
+    if (ptr < kVaBase || ptr + bytes > kVaBase + kVaSpan) return false;
+    if (!claim_va(ptr, align_up(bytes, kVaAlign))) return false;
+  } else {
+    auto next = allocations_.lower_bound(ptr);
+    if (next != allocations_.end() && next->first < ptr + bytes) return false;
+    if (next != allocations_.begin() && std::prev(next)->first + std::prev(next)->second > ptr) return false;
+  }
+  used_ += bytes;
+  allocations_.emplace(ptr, bytes);
+  return true;
+}
+
 void SimDevice::free(uintptr_t ptr, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = allocations_.find(ptr);
@@ -172,7 +211,7 @@ void SimDevice::free(uintptr_t ptr, size_t bytes) {
   busy_ns_ += cost(model_.free_base_ns, model_.free_per_gib_ns, bytes);
   used_ -= bytes;
   allocations_.erase(it);
-  give_va(ptr, bytes);
+  if (ptr >= kVaBase && ptr < kVaBase + kVaSpan) give_va(ptr, bytes);  // adopted ranges may lie outside
 }
 
 uintptr_t SimDevice::reserve_address(size_t bytes) {
@@ -250,7 +289,8 @@ uint64_t parse_byte_size(const std::string& text) {
   else if (unit == "tb") mult = 1e12;
   else throw std::invalid_argument("bad byte size '" + text + "': unknown unit '" + unit + "'");
   double bytes = value * mult;
-  if (!(bytes >= 1) || bytes > 1.8e19) throw std::invalid_argument("bad byte size '" + text + "': out of range");
+  // Above 2^62 llround (int64) would overflow and the allocator's size checks stop there.
+  if (!(bytes >= 1) || bytes > 4.6e18) throw std::invalid_argument("bad byte size '" + text + "': out of range");
   return static_cast<uint64_t>(std::llround(bytes));
 }
 

@@ -39,6 +39,7 @@ class SimDevice : public Device {
   void unmap_pages(uintptr_t va, size_t bytes) override;
   void release_address(uintptr_t va, size_t bytes) override;
   uint64_t busy_ns() const override;
+  bool adopt(uintptr_t ptr, size_t bytes) override;
   std::string process_memory_report() const override;
 
   void set_latency_model(const SimLatencyModel& m);
@@ -54,6 +55,7 @@ class SimDevice : public Device {
  private:
   uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
   bool take_va_at(uintptr_t va, size_t bytes);
+  bool claim_va(uintptr_t va, size_t len);  // no live allocation or reservation may overlap
   void give_va(uintptr_t va, size_t bytes);
 
   std::string id_, name_;

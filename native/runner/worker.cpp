@@ -104,6 +104,7 @@ EventBatch RunWorker::drain() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     b.events.swap(queue_);
+    b.outcome = outcome_;
     notify_pending_ = false;
   }
   space_cv_.notify_all();

@@ -32,6 +32,10 @@ struct Outcome {
 struct EventBatch {
   std::vector<RunEvent> events;
   uint64_t dropped = 0;  // events lost since the last drain (none: the queue blocks instead)
+  // Set when the job had returned at the moment of this drain: taken under the same lock
+  // as the events, so it is never missed. (Reading outcome() and then draining raced with
+  // the end of the job: the final wake-up was swallowed by the latch, the run never ended.)
+  std::optional<Outcome> outcome;
 };
 
 class RunWorker {
@@ -51,6 +55,8 @@ class RunWorker {
   // Waits up to `ms` for the job to return; true when it has.
   bool wait_for(double ms);
 
+  // Every queued event and, once the job has returned, its outcome, atomically: a drain
+  // that finds no outcome clears the latch, so the end of the job wakes the consumer again.
   EventBatch drain();
   // Set once the job returned, after its last event was queued.
   std::optional<Outcome> outcome() const;

@@ -84,6 +84,37 @@ TEST(SimDevice, AddressScriptReplaysRecordedAddresses) {
   EXPECT_NE(b, 0u);
 }
 
+// Segments a seeded replay adopts at their recorded addresses (CachingAllocator::seed)
+// live beside the driver-like layout: they are never handed out again while live, new
+// segments fill the first region around them and new chunks go below the lowest of them,
+// and a freed adopted range inside the span is reused like any other.
+TEST(SimDevice, AdoptedSegmentsKeepTheirAddressesBesideTheDriverLayout) {
+  const size_t MiB = size_t(1) << 20;
+  const uintptr_t first = SimDevice("sim:test", "test", 80ull << 30).malloc(20 * MiB);  // the first region's start
+  SimDevice d("sim:test", "test", 80ull << 30);
+  const uintptr_t inside = first + 40 * MiB, below = first - 64 * MiB, outside = 0x600000000000ull;
+  EXPECT_TRUE(d.adopt(inside, 20 * MiB));
+  EXPECT_TRUE(d.adopt(below, 30 * MiB));
+  EXPECT_TRUE(d.adopt(outside, 10 * MiB));  // outside the simulated span: cannot collide
+  EXPECT_FALSE(d.adopt(inside + 2 * MiB, 2 * MiB));  // taken
+  EXPECT_FALSE(d.adopt(below - 2 * MiB, 4 * MiB));   // overlaps the one below
+  EXPECT_EQ(d.used_bytes(), 60 * MiB);
+  // The first region fills upward around the adopted segment.
+  EXPECT_EQ(d.malloc(20 * MiB), first);
+  EXPECT_EQ(d.malloc(20 * MiB), first + 20 * MiB);
+  EXPECT_EQ(d.malloc(20 * MiB), first + 60 * MiB);
+  // No room left for 400 MiB up there: a chunk below the lowest placed segment.
+  EXPECT_EQ(d.malloc(400 * MiB), below - 400 * MiB);
+  // A freed adopted range is free address space like any other (lowest first).
+  d.free(inside, 20 * MiB);
+  EXPECT_EQ(d.malloc(20 * MiB), inside);
+  d.free(outside, 10 * MiB);
+  EXPECT_EQ(d.used_bytes(), 510 * MiB);
+  for (const auto& [va, bytes] : d.live_allocations())
+    for (const auto& [vb, bb] : d.live_allocations())
+      if (va < vb) EXPECT_LE(va + bytes, vb) << "overlapping ranges";
+}
+
 TEST(SimDevice, OomReportNamesThisProcess) {
   SimDevice d("sim:test", "test", 1ull << 30);
   d.malloc(100ull << 20);

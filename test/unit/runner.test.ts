@@ -63,7 +63,10 @@ describe('runner (native worker thread, synthetic job)', () => {
     expect(s.samples).toBe(200);
     const phases = new Set(s.peaks.map((p) => p.phase));
     expect(phases).toEqual(new Set(['forward', 'backward']));
-    expect(s.peaks.filter((p) => p.phase === 'backward')).toHaveLength(20);
+    // 20 iterations: the first 16 one by one, the last 4 folded into one entry (limits).
+    const backward = s.peaks.filter((p) => p.phase === 'backward');
+    expect(backward).toHaveLength(17);
+    expect(backward[16].iteration).toBeGreaterThanOrEqual(16);
     expect(s.parameters).toBe(0); // the synthetic job builds no model
     // Everything that reached the store also reached listeners (batched).
     const streamed = progress.reduce((n, p) => n + p.samples.length + p.dropped, 0);
@@ -239,7 +242,7 @@ describe('progress batcher', () => {
 describe('runner with the engine protocol job', () => {
   it('cancels a long protocol run within one op', async () => {
     const { manager, store } = await setup();
-    const run = await manager.start({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 100_000 });
+    const run = await manager.start({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 10_000 });
     await new Promise((r) => setTimeout(r, 100));
     const t0 = Date.now();
     manager.cancel(run.runId);

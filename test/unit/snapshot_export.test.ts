@@ -59,7 +59,7 @@ describe('snapshot export', () => {
     expect(rebuildInitialState(back, 0).lateStart).toBe(false);
     const st = traceStats(back, 0);
     expect(st.peakReserved.bytes).toBe(20 * M);
-    expect(st.ooms).toEqual([{ eventIndex: 5, size: 90 * M, deviceFree: 10 * M, frames: [] }]);
+    expect(st.ooms).toEqual([expect.objectContaining({ eventIndex: 5, size: 90 * M, deviceFree: 10 * M, frames: [] })]);
     // The dict has the keys _memory_viz.py and MemoryViz.js read.
     const raw = readPickle(snapshotToBytes(snap)) as PyDict;
     expect([...raw.keys()]).toEqual(['segments', 'device_traces', 'allocator_settings', 'external_annotations']);
@@ -73,7 +73,7 @@ describe('snapshot export', () => {
   it('a stored run (the run store seam) exports its allocator history and phases', () => {
     const M = 2 ** 20;
     const record = {
-      meta: { id: 'r', spec: { alloc_conf: 'max_split_size_mb:128' } },
+      meta: { id: 'r', created: '2026-03-01T12:00:00.000Z', spec: { alloc_conf: 'max_split_size_mb:128' } },
       timeline: [],
       events: [
         { type: 'phase', t: 0, edge: 'begin', name: 'forward', iteration: 0, micro_batch: 0, module: '' },
@@ -92,6 +92,10 @@ describe('snapshot export', () => {
     expect(snap.segments[0].blocks).toEqual([{ address: 10 * M, size: 2 * M, requestedSize: 0, state: 'inactive', frames: [] }]);
     const back = loadSnapshotBuffer(snapshotToBytes(snap));
     expect((back.other.get('external_annotations') as PyDict[]).map((a) => a.get('stage'))).toEqual(['START', 'END']);
+    // Times are epoch µs from the run's creation (PyTorch's viewer would otherwise show 1970).
+    const base = Date.parse('2026-03-01T12:00:00.000Z') * 1000;
+    expect(back.deviceTraces[0].map((e) => e.timeUs)).toEqual([base + 100, base + 100, base + 200, base + 200]);
+    expect((back.other.get('external_annotations') as PyDict[]).map((a) => a.get('time_us'))).toEqual([base, base + 1000]);
   });
 
   it("a run's recorded block sizes tile the exported segments (an unsplit remainder stays in its block)", () => {

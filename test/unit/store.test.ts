@@ -74,15 +74,17 @@ describe('run store', () => {
     const metaFile = path.join(store.dir, w.id, 'meta.json');
     const meta = JSON.parse(readFileSync(metaFile, 'utf8'));
     writeFileSync(metaFile, JSON.stringify({ ...meta, pid: 2 ** 22 + 12345 })); // no such process
-    writeFileSync(path.join(store.dir, w.id, 'chunks', '.tmp-000009.json-1-aa'), '{"samp');
-    mkdirSync(path.join(store.dir, '.tmp-20990101-000000-abcdef'));
+    // Temps owned by a process that no longer exists (names as leftovers.ts makes them).
+    const gone = 2 ** 22 + 12345;
+    writeFileSync(path.join(store.dir, w.id, 'chunks', `.tmp-000009.json-${gone}-000000aa`), '{"samp');
+    mkdirSync(path.join(store.dir, `.tmp-20990101-000000-abcdef-${gone}-000000aa`));
 
-    const reopened = await RunStore.open(home);
+    const reopened = await RunStore.open(home, { tempGraceMs: 0 });
     const rec = await reopened.get(w.id);
     expect(rec.meta.status).toBe('interrupted');
     expect(rec.timeline).toHaveLength(3);
     expect(readdirSync(path.join(store.dir, w.id, 'chunks'))).toEqual(['000001.json']);
-    expect(existsSync(path.join(store.dir, '.tmp-20990101-000000-abcdef'))).toBe(false);
+    expect(existsSync(path.join(store.dir, `.tmp-20990101-000000-abcdef-${gone}-000000aa`))).toBe(false);
   });
 
   it('leaves a run of a live process alone', async () => {
@@ -147,11 +149,13 @@ describe('run store crash safety', () => {
       }, 2);
     });
     await new Promise((r) => setTimeout(r, delayMs));
-    const exited = new Promise((r) => child.once('exit', r));
+    // Wait for stdout to close too: a "started" line may still be in the pipe at exit.
+    const exited = Promise.all([new Promise((r) => child.once('exit', r)), new Promise((r) => child.stdout.once('close', r))]);
     child.kill('SIGKILL');
     await exited;
 
-    const store = await RunStore.open(home);
+    const store = await RunStore.open(home, { tempGraceMs: 0 }); // the writer is dead: no grace
+
     const list = await store.list();
     const byId = new Map(list.map((m) => [m.id, m]));
     // Every run the child reported finished is intact, with all of its data.

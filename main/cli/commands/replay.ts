@@ -1,6 +1,8 @@
 // `vramlab replay FILE.pickle`: replays a PyTorch memory snapshot's alloc/free trace through
 // vramlab's allocator, under the snapshot's own settings or others, with an optional cap.
-import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { busiestDevice } from '../../snapshot/import';
+import { openSnapshot } from '../open_snapshot';
+import { diagnoseOom, type OomDiagnosis } from '../../snapshot/oom_diagnosis';
 import { replayer, type ReplayOutcome } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
 import { traceStats, type TraceStats } from '../../snapshot/stats';
@@ -22,7 +24,13 @@ device allocations, fragmentation and whether, and where, it would run out of me
   --json             print one JSON object (with --grid, a JSON array)
 
 Grid defaults: the snapshot's settings, expandable_segments:True, max_split_size_mb:256,
-max_split_size_mb:128, roundup_power2_divisions:4; capacities 16GiB, 24GiB, 40GiB, 80GiB.
+max_split_size_mb:128, roundup_power2_divisions:4; capacities 16GiB, 24GiB, 40GiB, 80GiB
+(and, for a snapshot that holds a recorded OOM, first the cap that reproduces it).
+
+A trace that began late (history switched on after the model loaded, or a ring buffer
+that dropped its oldest events) replays from the allocator's exact state at its first
+event; counts are then the trace window's own. A recorded OOM is tried again: under the
+job's cap it fails at the same event; under a larger one it shows whether it would fit.
 The file is read by a safe pickle reader: nothing in it can run code.
 `;
 
@@ -40,6 +48,7 @@ function outcomeJson(o: ReplayOutcome) {
     num_ooms: o.numOoms,
     num_alloc_retries: o.numAllocRetries,
     reserved_unallocated_at_peak: o.unallocatedAtPeak,
+    recorded_ooms: o.oomAttempts.map((a) => ({ event_index: a.eventIndex, size: a.size, reproduced: a.failed })),
     first_oom: o.firstOom && {
       event_index: o.firstOom.eventIndex,
       op_index: o.firstOom.opIndex,
@@ -48,6 +57,39 @@ function outcomeJson(o: ReplayOutcome) {
       frames: o.firstOom.frames,
     },
   };
+}
+
+function diagnosisJson(d: OomDiagnosis) {
+  return {
+    event_index: d.eventIndex,
+    size: d.size,
+    device_free: d.deviceFree,
+    capped: d.capped,
+    reserved: d.reserved,
+    reproducing_caps: d.reproducingCaps,
+    ...(d.note ? { note: d.note } : {}),
+  };
+}
+
+/** A cap as --capacity takes it: 2GiB, 1536MiB. */
+const capArg = (b: number) => (b % 2 ** 30 === 0 ? `${b / 2 ** 30}GiB` : `${b / 2 ** 20}MiB`);
+
+/** What a recorded OOM says, and the cap that reproduces it. */
+export function describeOom(d: OomDiagnosis): string {
+  const lines = [
+    `recorded OOM at event ${d.eventIndex}: ${formatBytes(d.size)} requested with ${formatBytes(d.reserved)} reserved; ` +
+      `CUDA reported ${formatBytes(d.deviceFree)} free, so ` +
+      (d.capped ? 'a memory cap (set_per_process_memory_fraction), not the card, refused it' : 'the card itself was full'),
+  ];
+  const c = d.reproducingCaps;
+  if (c) {
+    lines.push(
+      `  caps from ${formatBytes(c.low)} to ${formatBytes(c.high)} reproduce it at this event: replay with --capacity ${capArg(c.suggested)}`,
+    );
+  } else {
+    lines.push(`  ${d.note ?? 'no cap reproduces it at this event in the replay'}`);
+  }
+  return lines.join('\n') + '\n';
 }
 
 function recordedJson(st: TraceStats) {
@@ -63,7 +105,11 @@ function recordedJson(st: TraceStats) {
 }
 
 const capLabel = (c: number | null) => (c === null ? 'device' : formatBytes(c));
-const oomLabel = (o: ReplayOutcome) => (o.firstOom ? `OOM at event ${o.firstOom.eventIndex}` : 'fits');
+const oomLabel = (o: ReplayOutcome) => {
+  const recorded = o.oomAttempts.length ? (o.oomAttempts.some((a) => a.failed) ? ' (the recorded OOM)' : '; recorded OOM avoided') : '';
+  if (!o.firstOom) return `fits${recorded}`;
+  return `OOM at event ${o.firstOom.eventIndex}${o.oomAttempts.some((a) => a.failed && a.eventIndex === o.firstOom!.eventIndex) ? ' (the recorded OOM)' : ''}`;
+};
 
 const replay: Command = async (args, io) => {
   const { values, positionals } = parse(
@@ -95,7 +141,7 @@ const replay: Command = async (args, io) => {
     throw new UsageError('several --alloc-conf or --capacity values need --grid');
   }
 
-  const snap = loadSnapshotFile(positionals[0]);
+  const snap = openSnapshot(positionals[0], io);
   let device = busiestDevice(snap);
   if (values.device !== undefined) {
     device = Number(values.device);
@@ -107,10 +153,13 @@ const replay: Command = async (args, io) => {
   }
   const r = replayer(snap, device);
   const st = traceStats(snap, device);
+  // Only the first recorded OOM is searched for its cap (each search is a dozen replays).
+  const diagnosis = st.ooms.length && !caps.length ? diagnoseOom(r, st.ooms[0], st.events) : null;
 
   if (values.grid) {
     const gridConfs = confs.length ? confs : [r.ownConf, ...GRID_CONFS];
-    const gridCaps = caps.length ? caps : GRID_CAPACITIES.map(parseSize);
+    const ownCap = diagnosis?.reproducingCaps?.suggested;
+    const gridCaps = caps.length ? caps : [...(ownCap ? [ownCap] : []), ...GRID_CAPACITIES.map(parseSize)];
     const outcomes: ReplayOutcome[] = [];
     for (const conf of gridConfs) for (const cap of gridCaps) outcomes.push(r.run({ allocConf: conf, capacity: cap }));
     if (values.json) {
@@ -135,7 +184,8 @@ const replay: Command = async (args, io) => {
 
   const whatIf = r.run({ allocConf: confs[0], capacity: caps[0] ?? null });
   if (values.json) {
-    io.out(JSON.stringify({ ...outcomeJson(whatIf), device, recorded: recordedJson(st) }, null, 2) + '\n');
+    const rec = { ...recordedJson(st), ...(diagnosis ? { oom: diagnosisJson(diagnosis) } : {}) };
+    io.out(JSON.stringify({ ...outcomeJson(whatIf), device, recorded: rec }, null, 2) + '\n');
     return 0;
   }
 
@@ -145,8 +195,9 @@ const replay: Command = async (args, io) => {
   const rec = recordedJson(st);
   const row = (label: string, recorded: string, f: (o: ReplayOutcome) => string) => [label, recorded, ...cols.map(([, o]) => f(o))];
   io.out(
-    `${positionals[0]}: device ${device}, ${st.events} events${st.lateStart ? ' (trace started late: earlier state rebuilt from the final segments)' : ''}\n\n`,
+    `${positionals[0]}: device ${device}, ${st.events} events${st.lateStart ? ` (trace started late or was truncated: replayed from the allocator's state at its first event, ${formatBytes(st.initial.reserved)} reserved in ${st.start.segments} segments; counts are the window's)` : ''}\n\n`,
   );
+  if (diagnosis) io.out(describeOom(diagnosis) + '\n');
   io.out(
     table(
       ['', 'recorded', ...cols.map(([name]) => name)],
@@ -170,6 +221,10 @@ const replay: Command = async (args, io) => {
     for (const f of o.firstOom.frames) io.out(`    at ${f}\n`);
   }
   if (r.trace.unmatchedFrees) io.out(`\nnote: ${r.trace.unmatchedFrees} frees of unknown allocations were skipped\n`);
+  if (r.trace.lateStart && !r.trace.seed) {
+    io.out('\nnote: the state before the trace holds expandable segments, which a replay cannot yet start from: its live allocations were made again instead (approximate)\n');
+  }
+  for (const p of r.trace.start.problems) io.out(`warning: ${p}\n`);
   return 0;
 };
 

@@ -101,7 +101,9 @@ const runs: Command = async (args, io) => {
 };
 
 async function list(store: RunStore, io: CliIO, json: boolean): Promise<number> {
-  const metas = await store.list();
+  const { runs: metas, damaged } = await store.scan();
+  // Damaged runs are reported on stderr, so --json output stays the list it always was.
+  for (const d of damaged) io.err(`vramlab runs: skipped run ${d.id}: ${d.problem}\n`);
   if (json) {
     io.out(JSON.stringify(metas) + '\n');
     return 0;

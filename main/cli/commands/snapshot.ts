@@ -5,10 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import { defaultHome } from '../../paths';
 import { exportRunRecord, replayHistoryToSnapshot, snapshotToBytes } from '../../snapshot/export';
-import { busiestDevice, loadSnapshotFile } from '../../snapshot/import';
+import { busiestDevice } from '../../snapshot/import';
+import { openSnapshot } from '../open_snapshot';
 import { replayer } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
 import { traceStats } from '../../snapshot/stats';
+import type { WhereMemoryWas } from '../../snapshot/where';
 import { RunStore } from '../../store/store';
 import { parse } from '../args';
 import { formatBytes, table } from '../format';
@@ -47,7 +49,7 @@ async function info(args: string[], io: CliIO): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError('expected one snapshot file');
-  const snap = loadSnapshotFile(positionals[0]);
+  const snap = openSnapshot(positionals[0], io);
   const device = values.device !== undefined ? Number(values.device) : busiestDevice(snap);
   if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
   const st = traceStats(snap, device, { top: values.top ? Number(values.top) : 10, maxPoints: 200 });
@@ -58,9 +60,12 @@ async function info(args: string[], io: CliIO): Promise<number> {
   io.out(`${positionals[0]}: device ${device}, ${st.events} trace events, ${snap.segments.length} segments at the end\n`);
   if (st.lateStart) {
     io.out(
-      `trace started late: ${formatBytes(st.initial.reserved)} reserved and ${formatBytes(st.initial.allocated)} allocated before its first event\n`,
+      `trace started late or was truncated (history switched on after the first allocation, or the ring buffer dropped older events):\n` +
+        `  before its first event ${formatBytes(st.initial.reserved)} were reserved in ${st.start.segments} segments, ` +
+        `${formatBytes(st.start.allocatedBlocks)} allocated in ${st.start.allocations} blocks (rebuilt exactly from the final state)\n`,
     );
   }
+  for (const p of st.start.problems) io.out(`warning: ${p}\n`);
   io.out(
     table(
       ['', 'bytes', 'at event'],
@@ -76,11 +81,28 @@ async function info(args: string[], io: CliIO): Promise<number> {
   for (const a of st.largest) {
     io.out(`  ${formatBytes(a.size).padStart(11)}  events ${a.allocIndex}..${a.freeIndex ?? 'end'}  ${a.frames[0] ?? ''}\n`);
   }
+  io.out(`\nwhere the memory was at peak (${formatBytes(st.peakAllocated.bytes)} requested, event ${st.peakAllocated.eventIndex}):\n`);
+  io.out(whereText(st.whereAtPeak));
   for (const o of st.ooms) {
-    io.out(`\nOOM at event ${o.eventIndex}: ${formatBytes(o.size)} requested, ${formatBytes(o.deviceFree)} free on the device\n`);
+    io.out(
+      `\nrecorded OOM at event ${o.eventIndex}: ${formatBytes(o.size)} requested with ${formatBytes(o.reserved)} reserved; ` +
+        `CUDA reported ${formatBytes(o.deviceFree)} free (${o.deviceFree > o.size ? 'a memory cap refused it, not the card' : 'the card was full'})\n`,
+    );
     for (const f of o.frames) io.out(`    at ${f}\n`);
+    if (o.where) io.out(`  where the memory was:\n${whereText(o.where)}`);
   }
+  if (st.ooms.length) io.out(`\n\`vramlab replay ${positionals[0]}\` finds the cap that reproduces the OOM; --grid tries other settings\n`);
   return 0;
+}
+
+function whereText(w: WhereMemoryWas): string {
+  return w.sites
+    .map((x) => {
+      const share = w.total ? ` ${((100 * x.bytes) / w.total).toFixed(0).padStart(3)}%` : '';
+      const via = x.path.length > 1 ? `\n${' '.repeat(26)}via ${x.path.slice(0, -1).join(' > ')}` : '';
+      return `  ${formatBytes(x.bytes).padStart(11)}${share}  ${String(x.count).padStart(5)}x  ${x.site}${x.op ? `  (${x.op})` : ''}${via}\n`;
+    })
+    .join('');
 }
 
 async function exportCmd(args: string[], io: CliIO): Promise<number> {
@@ -103,7 +125,7 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
   let bytes: Buffer;
   if (values['from-replay']) {
     if (positionals.length) throw new UsageError('give either RUN_ID or --from-replay FILE, not both');
-    const snap = loadSnapshotFile(values['from-replay']);
+    const snap = openSnapshot(values['from-replay'], io);
     const device = busiestDevice(snap);
     const r = replayer(snap, device);
     let capacity: number | null = null;
@@ -112,9 +134,10 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const { outcome, history } = r.runWithHistory({ allocConf: values['alloc-conf'], capacity });
+    const { outcome, history, segments } = r.runWithHistory({ allocConf: values['alloc-conf'], capacity });
     if (!history.length) throw new Error("the native replay returned no allocator history; this addon build can't export replays");
-    bytes = snapshotToBytes(replayHistoryToSnapshot(history, r.trace, snap, outcome.allocConf));
+    // A replay from a seeded state needs its final segments: its history never made them.
+    bytes = snapshotToBytes(replayHistoryToSnapshot(history, r.trace, snap, outcome.allocConf, r.trace.seed ? segments : undefined));
   } else {
     if (positionals.length !== 1) throw new UsageError(`expected RUN_ID (or --from-replay FILE)\n\n${USAGE}`);
     const store = await RunStore.open(defaultHome());

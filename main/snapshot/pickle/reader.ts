@@ -7,6 +7,13 @@
 // referenced it a second time (memo GET or DUP). CPython's pickler never does that for
 // acyclic data, and the rule makes recursive (self-containing) values impossible, so the
 // result is always a finite tree (shared subtrees allowed) whose depth is checked once.
+//
+// Shared subtrees are where a small file turns into a lot of work ("billion laughs": a
+// 12 KB memo referencing one list thousands of times, each holding thousands of
+// references). Anything that walks the result as a tree (the snapshot converter, stats,
+// toPlain) does work per *reference*, so the reader bounds that expanded size explicitly:
+// maxValues, or maxValuesPerByte times the input size when larger. It is measured in one
+// memoized walk, without expanding anything, and refused with a 'limit' PickleError.
 import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
@@ -25,6 +32,16 @@ export interface ReadLimits {
   maxMemo: number;
   /** Most containers (lists, dicts, tuples, sets) created. */
   maxContainers: number;
+  /**
+   * Most values (containers, dict keys, scalars) in the result counted as a walk of it
+   * sees them: every shared reference counted again. The effective bound is the larger of
+   * this and maxValuesPerByte times the input length.
+   */
+  maxValues: number;
+  /** Expanded values allowed per input byte (real snapshots stay far below; see tests). */
+  maxValuesPerByte: number;
+  /** Longest text float or memo index argument, in characters. */
+  maxTextNumber: number;
 }
 
 export const DEFAULT_LIMITS: ReadLimits = {
@@ -32,12 +49,39 @@ export const DEFAULT_LIMITS: ReadLimits = {
   maxStringBytes: 64 << 20,
   maxIntBytes: 4096,
   maxStack: 10_000_000,
-  maxMemo: 50_000_000,
+  maxMemo: 16_000_000, // below V8's Map limit (2^24 entries): our error, not the engine's
   maxContainers: 30_000_000,
+  maxValues: 1 << 24,
+  maxValuesPerByte: 64,
+  maxTextNumber: 1024,
 };
+
+/**
+ * Lets a caller consume a long list while it is read instead of keeping it (a snapshot's
+ * millions of trace events go straight into typed arrays). The reader stays the judge of
+ * what is valid; hooks only see finished values.
+ */
+export interface ReadHooks {
+  /** A container was stored in the memo at idx. */
+  memoized?(value: PickleValue, idx: number): void;
+  /** Items are about to be appended to list; what is returned is appended instead. */
+  append?(list: PickleValue[], items: PickleValue[], reader: HookContext): PickleValue[];
+}
+
+export interface HookContext {
+  /** Absolute input offset reached, and the input's length (for progress). */
+  readonly offset: number;
+  readonly length: number;
+  /**
+   * Let go of a value the hook has consumed: its memo entry (idx) becomes `replacement`,
+   * or is dropped when none is given (a later GET of it then fails).
+   */
+  release(value: PickleValue, idx: number, replacement?: PickleValue): void;
+}
 
 export interface ReadOptions {
   limits?: Partial<ReadLimits>;
+  hooks?: ReadHooks;
   /** Accept bytes after STOP (Python ignores them). Default false: they mean a damaged file. */
   allowTrailing?: boolean;
 }
@@ -58,8 +102,22 @@ export function readPickleFile(path: string, options: ReadOptions & { chunkBytes
 }
 
 function parse(src: ByteSource, options: ReadOptions): PickleValue {
-  const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false);
+  const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
   return reader.run();
+}
+
+/**
+ * Anything thrown while reading that is not already a PickleError (a RangeError from a
+ * Map or array at its engine limit, a stack overflow, an I/O error) becomes one, with the
+ * offset and opcode being executed, so callers only ever handle one error type.
+ */
+function asPickleError(err: unknown, at: number, op: number): PickleError {
+  if (err instanceof PickleError) return err;
+  const e = err as { name?: string; message?: string; code?: string };
+  const what = e?.message ?? String(err);
+  const code = e?.name === 'RangeError' || /stack|memory|size exceeded|allocation/i.test(what) ? 'limit' : 'malformed';
+  const why = code === 'limit' ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
+  return new PickleError(code, `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
 }
 
 type Container = PickleValue[] | PyDict | PyTuple | PySet;
@@ -77,6 +135,8 @@ class Reader {
   private stack: PickleValue[] = [];
   private marks: number[] = [];
   private memo = new Map<number, PickleValue>();
+  /** Distinct memo indices ever stored (Python's len(memo); entries a hook released still count). */
+  private memoCount = 0;
   /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
   private shared = new Set<Container>();
   private containers = 0;
@@ -89,9 +149,37 @@ class Reader {
     private src: ByteSource,
     private limits: ReadLimits,
     private allowTrailing: boolean,
+    private hooks?: ReadHooks,
   ) {}
 
+  private ctx?: HookContext;
+
+  /** What a hook may do to the reader (see ReadHooks). */
+  private hookContext(): HookContext {
+    const self = this;
+    return (this.ctx ??= {
+      get offset() {
+        return self.src.base + self.src.i;
+      },
+      length: this.src.length,
+      release(value, idx, replacement) {
+        if (self.memo.get(idx) !== value) return;
+        if (replacement === undefined) self.memo.delete(idx);
+        else self.memo.set(idx, replacement);
+        if (isContainer(value)) self.shared.delete(value);
+      },
+    });
+  }
+
   run(): PickleValue {
+    try {
+      return this.loop();
+    } catch (err) {
+      throw asPickleError(err, this.at, this.op);
+    }
+  }
+
+  private loop(): PickleValue {
     const src = this.src;
     for (;;) {
       this.at = src.base + src.i;
@@ -168,7 +256,11 @@ class Reader {
     return n;
   }
 
-  /** Bytes up to (not including) the next newline: the argument of a text opcode. */
+  /**
+   * Bytes up to (not including) the next newline: the argument of a text opcode. Linear
+   * in its length: each byte is scanned once, and a file window that must grow to hold a
+   * long argument at least doubles each time (growing it a byte at a time was quadratic).
+   */
   private line(): string {
     const src = this.src;
     const max = Math.min(this.limits.maxStringBytes * 10 + 64, src.length);
@@ -183,7 +275,11 @@ class Reader {
       }
       scanned = avail;
       if (scanned > max) this.fail('limit', `text argument longer than ${max} bytes`);
-      if (!src.ensure(avail + 1)) this.fail('truncated', 'the input ends before the newline that ends this argument');
+      const left = src.length - (src.base + src.i);
+      if (left <= avail) this.fail('truncated', 'the input ends before the newline that ends this argument');
+      if (!src.ensure(Math.min(left, Math.max(avail * 2, avail + 1 + 65536)))) {
+        this.fail('truncated', 'the input ends before the newline that ends this argument');
+      }
     }
   }
 
@@ -419,12 +515,15 @@ class Reader {
         const v = this.pop();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (v === list) this.fail('malformed', 'a list cannot contain itself');
-        list.push(v);
+        if (this.hooks?.append) for (const x of this.hooks.append(list, [v], this.hookContext())) list.push(x);
+        else list.push(v);
         return;
       }
       case Op.APPENDS: {
-        const items = this.popMark();
+        let items = this.popMark();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
+        if (items.includes(list)) this.fail('malformed', 'a list cannot contain itself');
+        if (this.hooks?.append) items = this.hooks.append(list, items, this.hookContext());
         for (const v of items) {
           if (v === list) this.fail('malformed', 'a list cannot contain itself');
           list.push(v);
@@ -463,7 +562,7 @@ class Reader {
       case Op.LONG_BINPUT:
         return this.put(this.u32());
       case Op.MEMOIZE:
-        return this.put(this.memo.size);
+        return this.put(this.memoCount);
     }
     const name = opName(op);
     const why = name && REFUSED[name];
@@ -485,13 +584,32 @@ class Reader {
     if (!this.allowTrailing && after < this.src.length) {
       this.fail('malformed', `${this.src.length - after} byte(s) of trailing data after STOP`);
     }
-    checkDepth(v, this.limits.maxDepth, this.shared, (msg) => this.fail('limit', msg));
+    const maxValues = Math.max(this.limits.maxValues, this.limits.maxValuesPerByte * this.src.length);
+    checkShape(v, this.limits.maxDepth, maxValues, this.shared, (what) =>
+      what === 'depth'
+        ? this.fail('limit', `values nested deeper than ${this.limits.maxDepth} levels`)
+        : this.fail(
+            'limit',
+            `the value expands to more than ${maxValues} values (${this.limits.maxValuesPerByte} per input byte): ` +
+              'it references the same data over and over (a "billion laughs" file), which no memory snapshot does',
+          ),
+    );
     return v;
   }
 
   private get(idx: number): void {
     const v = this.memo.get(idx);
-    if (v === undefined) this.fail('bad-memo', `memo index ${idx} was never stored`);
+    if (v === undefined) {
+      // A value a hook consumed (a streamed trace event) can be referenced once: referencing
+      // it again is reference amplification, the same limit checkShape enforces on a plain read.
+      if (idx < this.memoCount && this.hooks)
+        this.fail(
+          'limit',
+          `memo index ${idx} refers to a value already consumed (a trace event used twice): ` +
+            'a file that references the same events over and over is a "billion laughs" file, which no memory snapshot is',
+        );
+      this.fail('bad-memo', `memo index ${idx} was never stored`);
+    }
     this.push(this.share(v));
   }
 
@@ -499,7 +617,10 @@ class Reader {
     if (this.memo.size >= this.limits.maxMemo && !this.memo.has(idx)) {
       this.fail('limit', `more than ${this.limits.maxMemo} memo entries`);
     }
-    this.memo.set(idx, this.top());
+    if (!this.memo.has(idx)) this.memoCount++;
+    const v = this.top();
+    this.memo.set(idx, v);
+    if (this.hooks?.memoized && isContainer(v)) this.hooks.memoized(v, idx);
   }
 
   private memoIndex(s: string): number {
@@ -531,11 +652,13 @@ class Reader {
 
   private textFloat(s: string): number {
     const t = s.trim();
+    if (t.length > this.limits.maxTextNumber) this.fail('limit', `float of ${t.length} characters`);
     const low = t.toLowerCase();
     if (low === 'nan' || low === '+nan' || low === '-nan') return NaN;
     if (low === 'inf' || low === '+inf' || low === 'infinity') return Infinity;
     if (low === '-inf' || low === '-infinity') return -Infinity;
-    if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t)) this.fail('malformed', `bad float ${JSON.stringify(t.slice(0, 40))}`);
+    // No nested quantifiers over the same digits: linear, whatever the input.
+    if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(t)) this.fail('malformed', `bad float ${JSON.stringify(t.slice(0, 40))}`);
     return Number(t);
   }
 
@@ -592,45 +715,58 @@ function typeName(v: PickleValue): string {
   return typeof v === 'string' ? 'a str' : typeof v;
 }
 
-function hashable(v: PickleValue): boolean {
-  if (Array.isArray(v) || v instanceof Map || (v instanceof PySet && !v.frozen) || v instanceof Uint8Array) {
-    // bytes are hashable in Python, but a Uint8Array key would compare by identity here.
-    return false;
+/** Iterative: a key of tuples nested a million deep must not overflow the call stack. */
+function hashable(root: PickleValue): boolean {
+  const todo: PickleValue[] = [root];
+  while (todo.length) {
+    const v = todo.pop()!;
+    if (Array.isArray(v) || v instanceof Map || (v instanceof PySet && !v.frozen) || v instanceof Uint8Array) {
+      // bytes are hashable in Python, but a Uint8Array key would compare by identity here.
+      return false;
+    }
+    if (v instanceof PyTuple) for (const it of v.items) todo.push(it);
   }
-  if (v instanceof PyTuple) return v.items.every(hashable);
   return true;
 }
 
 /**
- * Depth of the (acyclic) result, walked without recursion. Shared containers are measured
- * once, so a small file of nested shared references cannot make this walk explode.
+ * Depth and expanded size of the (acyclic) result, walked without recursion. Shared
+ * containers are measured once and their figures reused, so this walk is linear in the
+ * input even when the expanded size is astronomical; it stops as soon as either limit is
+ * passed. Dict keys count as values (a walker visits them too).
  */
-function checkDepth(root: PickleValue, maxDepth: number, shared: Set<Container>, fail: (msg: string) => never): void {
+function checkShape(root: PickleValue, maxDepth: number, maxValues: number, shared: Set<Container>, fail: (code: 'depth' | 'values') => never): void {
   if (!isContainer(root)) return;
-  const known = new Map<Container, number>(); // depth below each shared container
-  // Frames: [container, children, next child index, deepest child so far, depth from root]
-  type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number };
+  const known = new Map<Container, { depth: number; size: number }>(); // per shared container
+  type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number; start: number };
   const kidsOf = (c: Container): readonly PickleValue[] =>
-    Array.isArray(c) ? c : c instanceof Map ? [...c.values()] : c.items;
-  const stack: F[] = [{ c: root, kids: kidsOf(root), k: 0, below: 0, level: 1 }];
+    Array.isArray(c) ? c : c instanceof Map ? [...c.keys(), ...c.values()] : c.items;
+  let values = 1; // the root
+  const stack: F[] = [{ c: root, kids: kidsOf(root), k: 0, below: 0, level: 1, start: 0 }];
   while (stack.length) {
     const f = stack[stack.length - 1];
     if (f.k < f.kids.length) {
       const kid = f.kids[f.k++];
-      if (!isContainer(kid)) continue;
-      const seen = known.get(kid);
-      if (seen !== undefined) {
-        if (f.level + seen > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
-        f.below = Math.max(f.below, seen);
+      if (!isContainer(kid)) {
+        if (++values > maxValues) fail('values');
         continue;
       }
-      if (f.level + 1 > maxDepth) fail(`values nested deeper than ${maxDepth} levels`);
-      stack.push({ c: kid, kids: kidsOf(kid), k: 0, below: 0, level: f.level + 1 });
+      const seen = known.get(kid);
+      if (seen !== undefined) {
+        if (f.level + seen.depth > maxDepth) fail('depth');
+        values += seen.size;
+        if (values > maxValues) fail('values');
+        f.below = Math.max(f.below, seen.depth);
+        continue;
+      }
+      if (f.level + 1 > maxDepth) fail('depth');
+      if (++values > maxValues) fail('values');
+      stack.push({ c: kid, kids: kidsOf(kid), k: 0, below: 0, level: f.level + 1, start: values - 1 });
       continue;
     }
     stack.pop();
     const depth = f.below + 1;
-    if (shared.has(f.c)) known.set(f.c, depth);
+    if (shared.has(f.c)) known.set(f.c, { depth, size: values - f.start });
     if (stack.length) {
       const parent = stack[stack.length - 1];
       parent.below = Math.max(parent.below, depth);

@@ -9,6 +9,7 @@ export function websocketTransport(url: string): Transport {
   let retry = 250;
   const pending = new Map<string | number, (r: Response) => void>();
   const queue: string[] = [];
+  const parts = new Map<string | number, string[]>();
   const eventListeners = new Set<(m: EventMessage) => void>();
   const stateListeners = new Set<(s: ConnectionState) => void>();
 
@@ -32,6 +33,19 @@ export function websocketTransport(url: string): Transport {
       } catch {
         return;
       }
+      // A large reply arrives as 'part' frames; their joined text is the response frame.
+      if (msg.type === 'part') {
+        const key = msg.id ?? '';
+        const got = (parts.get(key) ?? []).concat(msg.data);
+        if (!msg.last) return void parts.set(key, got);
+        parts.delete(key);
+        try {
+          msg = JSON.parse(got.join('')) as ServerMessage;
+        } catch {
+          return; // cut short by the server; its error response follows
+        }
+      }
+      if (msg.type === 'part') return;
       if (msg.type === 'event') for (const l of eventListeners) l(msg);
       else if (msg.id !== null && pending.has(msg.id)) {
         pending.get(msg.id)!(msg);
@@ -41,6 +55,7 @@ export function websocketTransport(url: string): Transport {
     ws.onclose = () => {
       setState('closed');
       // Requests in flight on a dead socket get an error instead of hanging forever.
+      parts.clear();
       for (const [id, resolve] of pending)
         resolve({ id, ok: false, error: { code: 'unavailable', message: 'lost the connection to vramlab serve' } });
       pending.clear();

@@ -1,0 +1,161 @@
+// A device trace kept in typed arrays: about 40 bytes an event instead of the ~600 a
+// decoded pickle dict and its TraceEvent take, so a 5-million-event snapshot fits in a few
+// hundred MB. Views read it through an array-like proxy that builds each TraceEvent when
+// indexed (index, length, iteration, slice, filter... all work), so every fold over a trace
+// works on either form. Stacks are interned: events that share a stack share one Frames.
+import { TRACE_ACTIONS, type Frames, type TraceAction, type TraceEvent } from './model';
+
+const ACTION_CODE = new Map<TraceAction, number>(TRACE_ACTIONS.map((a, i) => [a, i]));
+
+export class CompactTraceBuilder {
+  length = 0;
+  private action = new Uint8Array(1024);
+  private addr = new Float64Array(1024);
+  private size = new Float64Array(1024);
+  private time = new Float64Array(1024);
+  private stream = new Uint16Array(1024);
+  private frames = new Uint32Array(1024);
+  private readonly streams: number[] = [];
+  private readonly streamIndex = new Map<number, number>();
+  private readonly stacks: Frames[] = [];
+  private readonly stackIndex = new Map<Frames, number>();
+  /** Rare fields, by event index. */
+  private readonly deviceFree = new Map<number, number>();
+  private readonly extra = new Map<number, { compileContext?: string; userMetadata?: string }>();
+
+  push(e: TraceEvent): void {
+    if (this.length === this.action.length) this.grow();
+    const i = this.length++;
+    this.action[i] = ACTION_CODE.get(e.action)!;
+    this.addr[i] = e.addr;
+    this.size[i] = e.size;
+    this.time[i] = e.timeUs;
+    let st = this.streamIndex.get(e.stream);
+    if (st === undefined) {
+      if (this.streams.length >= 0xffff) throw new Error('a trace with more than 65535 distinct streams is not supported');
+      st = this.streams.length;
+      this.streams.push(e.stream);
+      this.streamIndex.set(e.stream, st);
+    }
+    this.stream[i] = st;
+    let f = this.stackIndex.get(e.frames);
+    if (f === undefined) {
+      f = this.stacks.length;
+      this.stacks.push(e.frames);
+      this.stackIndex.set(e.frames, f);
+    }
+    this.frames[i] = f;
+    if (e.deviceFree !== undefined) this.deviceFree.set(i, e.deviceFree);
+    if (e.compileContext !== undefined || e.userMetadata !== undefined) {
+      this.extra.set(i, { compileContext: e.compileContext, userMetadata: e.userMetadata });
+    }
+  }
+
+  private grow(): void {
+    // 1.5x: the arrays are the trace's whole footprint, and a doubling wastes up to half.
+    const n = Math.ceil(this.action.length * 1.5);
+    const g = <T extends { length: number; set(a: T): void }>(a: T, make: (n: number) => T) => {
+      const b = make(n);
+      b.set(a);
+      return b;
+    };
+    this.action = g(this.action, (k) => new Uint8Array(k));
+    this.addr = g(this.addr, (k) => new Float64Array(k));
+    this.size = g(this.size, (k) => new Float64Array(k));
+    this.time = g(this.time, (k) => new Float64Array(k));
+    this.stream = g(this.stream, (k) => new Uint16Array(k));
+    this.frames = g(this.frames, (k) => new Uint32Array(k));
+  }
+
+  /** The finished trace as an array-like of TraceEvents (views: no copy at the peak). */
+  finish(): TraceEvent[] {
+    const n = this.length;
+    const data: CompactTraceData = {
+      length: n,
+      action: this.action.subarray(0, n),
+      addr: this.addr.subarray(0, n),
+      size: this.size.subarray(0, n),
+      time: this.time.subarray(0, n),
+      stream: this.stream.subarray(0, n),
+      frames: this.frames.subarray(0, n),
+      streams: this.streams,
+      stacks: this.stacks,
+      deviceFree: this.deviceFree,
+      extra: this.extra,
+    };
+    return compactTraceView(data);
+  }
+}
+
+export interface CompactTraceData {
+  length: number;
+  action: Uint8Array;
+  addr: Float64Array;
+  size: Float64Array;
+  time: Float64Array;
+  stream: Uint16Array;
+  frames: Uint32Array;
+  streams: number[];
+  stacks: Frames[];
+  deviceFree: Map<number, number>;
+  extra: Map<number, { compileContext?: string; userMetadata?: string }>;
+}
+
+const COMPACT = Symbol('compactTrace');
+
+/** The typed arrays behind a trace view, or null for a plain array. */
+export function compactData(events: readonly TraceEvent[]): CompactTraceData | null {
+  return (events as unknown as { [COMPACT]?: CompactTraceData })[COMPACT] ?? null;
+}
+
+function eventAt(d: CompactTraceData, i: number): TraceEvent {
+  const e: TraceEvent = {
+    action: TRACE_ACTIONS[d.action[i]],
+    addr: d.addr[i],
+    size: d.size[i],
+    stream: d.streams[d.stream[i]],
+    timeUs: d.time[i],
+    frames: d.stacks[d.frames[i]],
+  };
+  const free = d.deviceFree.get(i);
+  if (free !== undefined) e.deviceFree = free;
+  const x = d.extra.get(i);
+  if (x?.compileContext !== undefined) e.compileContext = x.compileContext;
+  if (x?.userMetadata !== undefined) e.userMetadata = x.userMetadata;
+  return e;
+}
+
+/** A read-only array view: `view[i]` builds event i; writes are refused. */
+export function compactTraceView(d: CompactTraceData): TraceEvent[] {
+  const index = (p: string | symbol): number => {
+    if (typeof p !== 'string') return -1;
+    const c = p.charCodeAt(0);
+    if (c < 48 || c > 57) return -1;
+    const i = Number(p);
+    return Number.isInteger(i) && i >= 0 && i < d.length ? i : -1;
+  };
+  return new Proxy([] as TraceEvent[], {
+    get(target, p, receiver) {
+      if (p === 'length') return d.length;
+      if (p === COMPACT) return d;
+      const i = index(p);
+      if (i >= 0) return eventAt(d, i);
+      return Reflect.get(target, p, receiver);
+    },
+    has(target, p) {
+      return index(p) >= 0 || Reflect.has(target, p);
+    },
+    set() {
+      throw new TypeError('a snapshot trace is read-only');
+    },
+    getOwnPropertyDescriptor(target, p) {
+      const i = index(p);
+      if (i >= 0) return { value: eventAt(d, i), writable: false, enumerable: true, configurable: true };
+      if (p === 'length') return { value: d.length, writable: true, enumerable: false, configurable: false };
+      return Reflect.getOwnPropertyDescriptor(target, p);
+    },
+    ownKeys() {
+      return [...Array.from({ length: d.length }, (_, i) => String(i)), 'length'];
+    },
+  });
+}

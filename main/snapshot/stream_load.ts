@@ -1,0 +1,108 @@
+// Opening a snapshot without holding it twice: the pickle is read (from a file in chunks,
+// or a buffer in place) and every trace event is converted the moment its batch is read,
+// then dropped from the reader: events live only in typed arrays (compact_trace.ts), so a
+// 5-million-event snapshot opens in a few hundred MB instead of the many GB its decoded
+// dicts would take. The pickle reader stays the judge of what is valid (ReadHooks).
+import { CompactTraceBuilder } from './compact_trace';
+import { AddressBaseNeeded, Converter, event, snapshotFromPickle, type StreamedTraces } from './from_pickle';
+import type { Frames, Snapshot } from './model';
+import { readPickle, readPickleFile, type HookContext, type ReadHooks, type ReadOptions } from './pickle/reader';
+import { PyTuple, type PickleValue } from './pickle/values';
+
+export interface LoadProgress {
+  /** Bytes of the pickle read so far, and in all. */
+  bytes: number;
+  total: number;
+  /** Trace events converted so far. */
+  events: number;
+}
+
+export interface LoadOptions extends ReadOptions {
+  /** Called as the read advances (about every 1% of the input). */
+  onProgress?: (p: LoadProgress) => void;
+}
+
+const isEventDict = (v: PickleValue): boolean => v instanceof Map && typeof v.get('action') === 'string';
+
+function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void) {
+  const builders = new Map<PickleValue[], CompactTraceBuilder>();
+  /** Memo index of each container read, until its event is converted (then dropped). */
+  const memoIdx = new Map<object, number>();
+  /** One small placeholder per distinct stack, left in the memo for later events that reuse it. */
+  const standIns = new Map<Frames, PyTuple>();
+  let events = 0;
+  let nextReport = 0;
+  const release = (ctx: HookContext, v: PickleValue, replacement?: PickleValue) => {
+    if (typeof v !== 'object' || v === null) return;
+    const idx = memoIdx.get(v);
+    if (idx !== undefined) {
+      ctx.release(v, idx, replacement);
+      memoIdx.delete(v);
+    }
+  };
+  const hooks: ReadHooks = {
+    memoized: (v, idx) => {
+      if (typeof v === 'object' && v !== null) memoIdx.set(v, idx);
+    },
+    append(list, items, ctx) {
+      let b = builders.get(list);
+      if (!b) {
+        // A list becomes a trace when its first items are event dicts.
+        if (!items.length || !items.every(isEventDict)) return items;
+        b = new CompactTraceBuilder();
+        builders.set(list, b);
+      }
+      for (const it of items) {
+        const at = b.length;
+        const e = event(conv, it, () => `device_traces[…][${at}]`);
+        const addr = (it as Map<unknown, unknown>).get('addr');
+        if (typeof addr === 'bigint') throw new AddressBaseNeeded();
+        b.push(e);
+        // Let go of the event's dict, and of its stack list (kept as a small stand-in: a
+        // free event refers back to its allocation's list).
+        release(ctx, it);
+        const fr = (it as Map<unknown, PickleValue>).get('frames');
+        if (fr !== undefined && fr !== null && !(fr instanceof PyTuple && fr.items.length === 0)) {
+          let stand = standIns.get(e.frames);
+          if (!stand) {
+            stand = new PyTuple([]);
+            standIns.set(e.frames, stand);
+            conv.aliasFrames(stand, e.frames);
+          }
+          release(ctx, fr, stand);
+        }
+      }
+      events += items.length;
+      if (onProgress && ctx.offset >= nextReport) {
+        nextReport = ctx.offset + Math.max(1 << 20, Math.floor(ctx.length / 100));
+        onProgress({ bytes: ctx.offset, total: ctx.length, events });
+      }
+      return [];
+    },
+  };
+  const traces = (): StreamedTraces => new Map([...builders].map(([list, bld]) => [list, bld.finish()]));
+  return { hooks, traces, events: () => events };
+}
+
+function load(read: (o: ReadOptions) => PickleValue, options: LoadOptions): Snapshot {
+  const conv = new Converter();
+  const s = streamingHooks(conv, options.onProgress);
+  let root: PickleValue;
+  try {
+    root = read({ ...options, hooks: s.hooks });
+    return snapshotFromPickle(root, s.traces(), conv);
+  } catch (err) {
+    // Addresses above 2^53 are stored relative to a base found over the whole file.
+    if (err instanceof AddressBaseNeeded) return snapshotFromPickle(read(options));
+    throw err;
+  }
+}
+
+export function streamSnapshotFile(path: string, options: LoadOptions = {}): Snapshot {
+  const s = load((o) => readPickleFile(path, o), options);
+  return s;
+}
+
+export function streamSnapshotBuffer(data: Uint8Array, options: LoadOptions = {}): Snapshot {
+  return load((o) => readPickle(data, o), options);
+}

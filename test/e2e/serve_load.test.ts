@@ -1,0 +1,24 @@
+// The light version of bench/serve/load.mjs (issue 15): serve in its own process with
+// 10 clients, 2 slow readers, a greedy client and oversized frames for a few seconds; it
+// must stay up with bounded memory. The full run: `node bench/serve/load.mjs`.
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+describe('serve under load (light)', () => {
+  it('stays up with bounded RSS', () => {
+    const root = path.resolve(__dirname, '../..');
+    const r = spawnSync(process.execPath, ['bench/serve/load.mjs', '--clients', '10', '--slow', '2', '--seconds', '3', '--huge-samples', '200000', '--json'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 110_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout.trim().split('\n').pop()!);
+    expect(report.serveUpAfter).toBe(true);
+    expect(report.replies.error).toBe(0);
+    expect(report.replies.ok).toBeGreaterThan(50);
+    expect(report.peakRssMB).toBeLessThan(1024);
+    expect(report.hugeRun.ok).toBe(true);
+  });
+});
