@@ -5,11 +5,12 @@
 // And a size built from in-range fields must still be a size the allocator can hold.
 // Kept apart from spec.ts so the spec's schema can change without touching these rules;
 // spec.ts applies them with one call (checkSpecLimits) on the completed spec.
+import { LIMITS } from './catalogue/limits';
 
 /** Layer passes one run may make: iterations x accum x depth (about 10 s simulated). */
 export const MAX_LAYER_STEPS = 1 << 16;
 /** Iterations one run may make whatever the model (readings are kept per iteration). */
-export const MAX_ITERATIONS = 10_000;
+export const MAX_ITERATIONS = LIMITS.iterations;
 /** Layer passes a whole sweep may make (all its runs together). */
 export const MAX_SWEEP_LAYER_STEPS = 1 << 20;
 /** Largest tensor a spec may describe: far above any device, far below 2^53 and 2^64. */

@@ -8,17 +8,7 @@
 namespace vramlab {
 
 namespace {
-constexpr uintptr_t kVaBase = 0x7f0000000000ull;  // user-space-looking GPU VA, like CUDA's
-constexpr uint64_t kVaSpan = 1ull << 44;          // 16 TiB of address space
-constexpr size_t kVaAlign = size_t(2) << 20;      // segments start 2 MiB aligned
-// How the CUDA driver lays out cudaMalloc's addresses, as PyTorch traces on an H100
-// (driver 580) show them: the first segments come, in order and going up, from one
-// region of about 400 MiB; after that the driver maps 32 MiB chunks (or the segment
-// itself when larger), each directly below the lowest so far, filled going up; freed
-// ranges are reused lowest address first. The order matters because the caching
-// allocator breaks ties between equal free blocks by address.
-constexpr size_t kVaFirstRegion = size_t(400) << 20;
-constexpr size_t kVaChunk = size_t(32) << 20;
+constexpr size_t kVaAlign = VaLayout::kAlign;
 constexpr double kGiB = 1073741824.0;
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -40,8 +30,6 @@ SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double ba
     : id_(std::move(id)), name_(std::move(name)), total_(total), bandwidth_gbs_(bandwidth_gbs),
       fp32_tflops_(fp32_tflops), bf16_tflops_(bf16_tflops) {
   if (total_ == 0) throw std::invalid_argument("simulated device capacity must be > 0");
-  lowest_va_ = kVaBase + kVaSpan - kVaFirstRegion;
-  free_va_.emplace(lowest_va_, kVaFirstRegion);
 }
 
 DeviceInfo SimDevice::info() const {
@@ -82,36 +70,22 @@ std::string SimDevice::process_memory_report() const {
 }
 
 uintptr_t SimDevice::take_va(size_t bytes) {
-  size_t need = align_up(bytes, kVaAlign);
-  for (auto it = free_va_.begin(); it != free_va_.end(); ++it) {
-    if (it->second >= need) {
-      uintptr_t va = it->first;
-      size_t rest = it->second - need;
-      free_va_.erase(it);
-      if (rest) free_va_.emplace(va + need, rest);
-      return va;
-    }
-  }
-  const size_t chunk = std::max(kVaChunk, need);
-  for (;;) {
-    if (lowest_va_ < kVaBase + chunk) throw std::runtime_error("simulated device ran out of virtual address space");
-    // Step below segments placed by the caller (scripted or adopted from a snapshot).
-    const uintptr_t lo = lowest_va_ - chunk;
-    uintptr_t below = lowest_va_;
+  // New chunks step below segments placed by the caller (scripted or adopted).
+  auto occupied = [this](uintptr_t lo, uintptr_t hi) {
+    uintptr_t below = hi;
     for (const auto* m : {&allocations_, &reservations_}) {
-      auto it = m->lower_bound(lowest_va_);
+      auto it = m->lower_bound(hi);
       while (it != m->begin()) {
         --it;
         if (it->first + align_up(it->second, kVaAlign) <= lo) break;
         below = std::min(below, it->first);
       }
     }
-    if (below == lowest_va_) break;
-    lowest_va_ = below - below % kVaAlign;
-  }
-  lowest_va_ -= chunk;
-  if (chunk > need) give_va(lowest_va_ + need, chunk - need);
-  return lowest_va_;
+    return below;
+  };
+  uintptr_t va = layout_.take(bytes, occupied);
+  if (va == 0) throw std::runtime_error("simulated device ran out of virtual address space");
+  return va;
 }
 
 // A scripted address (a replayed snapshot's): anywhere in the span that no live
@@ -131,19 +105,7 @@ bool SimDevice::claim_va(uintptr_t va, size_t need) {
     return it->first + align_up(it->second, kVaAlign) > va;
   };
   if (overlaps(allocations_) || overlaps(reservations_)) return false;
-  auto it = free_va_.upper_bound(va);
-  if (it != free_va_.begin()) --it;
-  while (it != free_va_.end() && it->first < va + need) {
-    uintptr_t start = it->first;
-    size_t len = it->second;
-    if (start + len <= va) {
-      ++it;
-      continue;
-    }
-    it = free_va_.erase(it);
-    if (start < va) free_va_.emplace(start, va - start);
-    if (start + len > va + need) free_va_.emplace(va + need, start + len - (va + need));
-  }
+  layout_.carve(va, need);
   return true;
 }
 
@@ -153,22 +115,7 @@ void SimDevice::set_address_script(std::vector<uintptr_t> addresses) {
   script_next_ = 0;
 }
 
-void SimDevice::give_va(uintptr_t va, size_t bytes) {
-  size_t len = align_up(bytes, kVaAlign);
-  auto next = free_va_.lower_bound(va);
-  if (next != free_va_.end() && next->first == va + len) {  // merge with the range after
-    len += next->second;
-    next = free_va_.erase(next);
-  }
-  if (next != free_va_.begin()) {  // merge with the range before
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == va) {
-      prev->second += len;
-      return;
-    }
-  }
-  free_va_.emplace(va, len);
-}
+void SimDevice::give_va(uintptr_t va, size_t bytes) { layout_.give(va, bytes); }
 
 uintptr_t SimDevice::malloc(size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);

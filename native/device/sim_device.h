@@ -1,6 +1,7 @@
 #pragma once
-// Simulated GPU: capacity accounting, GPU-looking virtual addresses (no host memory
-// behind them) and a latency model for device memory calls on a virtual clock.
+// Simulated GPU: capacity accounting, GPU-looking virtual addresses placed by the
+// driver's layout (va_layout.h; no host memory behind them) and a latency model for
+// device memory calls on a virtual clock.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "device/va_layout.h"
 
 namespace vramlab {
 
@@ -65,8 +67,9 @@ class SimDevice : public Device {
   SimLatencyModel model_;
   uint64_t used_ = 0;
   uint64_t busy_ns_ = 0;
-  std::map<uintptr_t, size_t> free_va_;      // unused address ranges in the driver's regions
-  uintptr_t lowest_va_ = 0;                  // the lowest region's start; new chunks go below
+  static constexpr uintptr_t kVaBase = 0x7f0000000000ull;  // user-space-looking GPU VA, like CUDA's
+  static constexpr uint64_t kVaSpan = uint64_t(1) << 44;    // 16 TiB of address space
+  VaLayout layout_{kVaBase, kVaSpan};                        // where cudaMalloc's addresses land
   std::map<uintptr_t, size_t> allocations_;  // cudaMalloc'd
   std::map<uintptr_t, size_t> reservations_; // cuMemAddressReserve'd
   std::map<uintptr_t, size_t> mappings_;     // mapped inside reservations

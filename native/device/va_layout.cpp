@@ -10,7 +10,7 @@ VaLayout::VaLayout(uintptr_t base, uint64_t span) : base_(base), span_(span) {
   free_.emplace(lowest_, kFirstRegion);
 }
 
-uintptr_t VaLayout::take(size_t bytes) {
+uintptr_t VaLayout::take(size_t bytes, const Occupied& occupied) {
   const size_t need = align_up(bytes);
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (it->second >= need) {
@@ -22,7 +22,12 @@ uintptr_t VaLayout::take(size_t bytes) {
     }
   }
   const size_t chunk = std::max(kChunk, need);
-  if (lowest_ < base_ + chunk) return 0;
+  for (;;) {
+    if (lowest_ < base_ + chunk) return 0;
+    const uintptr_t below = occupied ? occupied(lowest_ - chunk, lowest_) : lowest_;
+    if (below >= lowest_) break;
+    lowest_ = below - below % kAlign;  // step below what the caller placed
+  }
   lowest_ -= chunk;
   if (chunk > need) give(lowest_ + need, chunk - need);
   return lowest_;

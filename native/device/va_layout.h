@@ -7,6 +7,7 @@
 // offsets in a range it reserves. One layout, so cuda:0 and sim decide alike.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 
 namespace vramlab {
@@ -20,10 +21,14 @@ class VaLayout {
   // The layout inside [base, base + span): the first region at the top.
   VaLayout(uintptr_t base, uint64_t span);
 
+  // The lowest start of a range the caller placed itself (a snapshot's adopted or
+  // scripted segment) that overlaps [lo, hi), or hi when none does.
+  using Occupied = std::function<uintptr_t(uintptr_t lo, uintptr_t hi)>;
+
   // First fit among freed ranges, lowest address first; else a new chunk of
-  // max(kChunk, bytes) directly below the lowest so far, used from its start.
-  // Returns 0 when the span is exhausted.
-  uintptr_t take(size_t bytes);
+  // max(kChunk, bytes) directly below the lowest so far (and below any range the caller
+  // placed there), used from its start. Returns 0 when the span is exhausted.
+  uintptr_t take(size_t bytes, const Occupied& occupied = nullptr);
   // Takes the free parts of [va, va + bytes) out of the free ranges (a scripted address).
   void carve(uintptr_t va, size_t bytes);
   // Returns a range to the free ranges, merged with its neighbours.

@@ -3,7 +3,7 @@ export const LIMITS = {
   features: 1 << 20, // in / hidden / out / dim / ffn
   depth: 4096,
   batch: 1 << 24,
-  iterations: 100_000,
+  iterations: 10_000, // each iteration keeps its own readings (main/contract/limits.ts)
   accum: 4096,
   vocab: 1 << 20,
   seq: 1 << 20,
