@@ -5,7 +5,8 @@
 // Timed as whole runs of the engine's experiment (what a user's run does), 3 + N steps
 // minus 3 steps, so model construction and warm-up cancel: ms per step.
 //
-//   vramlab_bench_transformer_step [--device cuda:0] [--steps 10] [--only ROW]  -> JSON {row: ms}
+//   vramlab_bench_transformer_step [--device cuda:0|sim:...] [--steps 10] [--only ROW]  -> JSON {row: ms}
+// (default: cuda:0 when there is a GPU, else the simulated device's modelled time)
 // Also built as a shared library (libvramlab_step.so, entry vramlab_bench_transformer_step)
 // so bench/torch/profile_step.py can run it under PyTorch's profiler, which sees every
 // kernel of the process: where our step's time goes, kernel by kernel.
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "device/device.h"
 #include "spec_util.h"
 #ifdef VRAMLAB_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -36,10 +38,12 @@ const Row kRows[] = {
      R"({"model":{"kind":"llama","vocab":32000,"seq":1024,"dim":1024,"depth":8,"heads":16,"kv_heads":4,"ffn":2816},"batch":4,"optimizer":"adamw","precision":"bf16"})"},
 };
 
+// Wall time on a GPU; on a simulated device its modelled time (the sim computes nothing).
 double run_ms(RunSpec spec, int64_t iterations) {
   spec.iterations = iterations;
   auto t0 = std::chrono::steady_clock::now();
-  run_experiment(spec);
+  RunResult r = run_experiment(spec);
+  if (spec.device.rfind("sim:", 0) == 0) return r.modeled_time_ms;
 #ifdef VRAMLAB_HAVE_CUDA
   cudaDeviceSynchronize();
 #endif
@@ -49,7 +53,7 @@ double run_ms(RunSpec spec, int64_t iterations) {
 }  // namespace
 
 int bench_main(int argc, char** argv) {
-  std::string device = "cuda:0", only;
+  std::string device = vramlab::default_device_id(), only;
   int64_t steps = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];

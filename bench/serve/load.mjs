@@ -1,4 +1,4 @@
-// Load test for `vramlab serve` on loopback (issue 15): serve runs in its own process (its
+// Load test for `vramlab serve` on loopback: serve runs in its own process (its
 // RSS is what we measure) on a store holding the largest run a spec may make and a huge
 // run written before timelines were decimated. Then, at once:
 //   - N clients looping over light and heavy requests (runs.list, runs.get, devices.list),

@@ -30,6 +30,20 @@ def model_for(name):
     return nn.Sequential(*[Block(int(d)) for _ in range(int(n))]), int(b), int(d)
 
 
+def timed(step, steps, warm):
+    """Mean ms of `steps` calls after `warm` untimed ones, CUDA events around the loop."""
+    for _ in range(warm):
+        step()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        step()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / steps
+
+
 def time_step(name, prec, steps=50, warm=5):
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
@@ -50,16 +64,7 @@ def time_step(name, prec, steps=50, warm=5):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(warm):
-        step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        step()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / steps
+    return timed(step, steps, warm)
 
 
 TRANSFORMERS = {  # the same rows as bench/engine/bench_transformer_step.cpp
@@ -86,16 +91,7 @@ def time_transformer(proto, m, batch, steps=20, warm=3):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    for _ in range(warm):
-        step()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        step()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / steps
+    return timed(step, steps, warm)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// PyTorch memory snapshots over the wire (issue 7): upload a `_dump_snapshot()` pickle in
+// PyTorch memory snapshots over the wire: upload a `_dump_snapshot()` pickle in
 // chunks (one message is capped at 1 MiB on both transports), then ask the host for views
 // of it (timeline, allocator state at an event, largest allocations) and for what-if
 // replays of its trace through the native caching allocator.

@@ -1,4 +1,4 @@
-// The host's snapshot methods (issue 7): chunked upload of a torch.cuda.memory snapshot
+// The host's snapshot methods: chunked upload of a torch.cuda.memory snapshot
 // pickle, views of its trace, and what-if replays through the native caching allocator.
 // Parsing and replay are main/snapshot's; this file keeps snapshots in memory and shapes
 // the replies. Every failure is an Error with a message meant for the person.

@@ -1,4 +1,4 @@
-// One WebSocket client of `vramlab serve`, kept within bounds (issue 15 items 6, 7):
+// One WebSocket client of `vramlab serve`, kept within bounds:
 //  - at most `maxInFlight` requests at once; more are answered "busy" at once;
 //  - back-pressure: while the socket holds more than `highWater` unsent bytes, we stop
 //    reading its requests (TCP pushes back on the client) and wait before sending more;

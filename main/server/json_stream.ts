@@ -1,6 +1,6 @@
 // JSON text of a large value in pieces, never as one string: a run of hundreds of MB
 // (millions of samples) would exceed V8's string limit in JSON.stringify, and the
-// RangeError took the whole server down (issue 15 item 6). Small subtrees are stringified
+// RangeError took the whole server down. Small subtrees are stringified
 // whole; only big arrays (and objects holding one) are walked element by element.
 const BIG = 256;
 

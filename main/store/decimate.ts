@@ -1,4 +1,4 @@
-// What a run keeps on disk, bounded whatever its length (issue 15 item 4). The summary's
+// What a run keeps on disk, bounded whatever its length. The summary's
 // peaks come from every sample (PeakTracker); the stored timeline is decimated:
 //   - samples: the first LEVEL_SAMPLES at full rate, the next LEVEL_SAMPLES buckets of 2,
 //     then of 4, ... Each bucket keeps its highest-allocated sample and its highest-

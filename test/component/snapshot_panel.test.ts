@@ -2,40 +2,15 @@
 // and snapshot reader; the transport is a direct call, as Electron IPC would be).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import SnapshotsPanel from '../../renderer/src/panels/snapshot/SnapshotsPanel.svelte';
-import type { Transport } from '../../renderer/src/transport/transport';
-import { Host } from '../../main/host/host';
-import { registerSnapshotMethods } from '../../main/host/snapshot_methods';
-import { loadAddon } from '../../main/addon/load';
+import { snapshotHostTransport } from './snapshot_host';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures');
 const stats = JSON.parse(readFileSync(path.join(FIX, 'torch', 'mlp_adam.stats.json'), 'utf8'));
 
-// jsdom has no layout or media queries: the chart only needs these to exist.
-(globalThis as any).ResizeObserver ??= class {
-  observe() {}
-  disconnect() {}
-};
-(window as any).matchMedia ??= () => ({ addEventListener() {}, removeEventListener() {}, matches: false });
-HTMLCanvasElement.prototype.getContext = (() => null) as never;
-
-let host: Host;
-const transport: Transport = {
-  kind: 'ipc',
-  send: (m) => host.handle(JSON.parse(JSON.stringify(m)), 'ipc'),
-  onEvent: () => () => {},
-  onState: () => () => {},
-};
-
-beforeAll(() => {
-  const native = loadAddon();
-  host = new Host(native);
-  registerSnapshotMethods(host, native);
-});
-afterAll(() => host.dispose());
-afterEach(() => cleanup());
+const transport = snapshotHostTransport();
 
 async function openFile(name: string, data: Uint8Array) {
   const input = screen.getAllByTestId('snap-file')[0] as HTMLInputElement;

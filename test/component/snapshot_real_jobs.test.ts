@@ -3,38 +3,14 @@
 // that ran out of memory under a cap. Each must be said plainly.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { describe, expect, it } from 'vitest';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import SnapshotsPanel from '../../renderer/src/panels/snapshot/SnapshotsPanel.svelte';
-import type { Transport } from '../../renderer/src/transport/transport';
-import { Host } from '../../main/host/host';
-import { registerSnapshotMethods } from '../../main/host/snapshot_methods';
-import { loadAddon } from '../../main/addon/load';
+import { snapshotHostTransport } from './snapshot_host';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/torch');
 
-(globalThis as any).ResizeObserver ??= class {
-  observe() {}
-  disconnect() {}
-};
-(window as any).matchMedia ??= () => ({ addEventListener() {}, removeEventListener() {}, matches: false });
-HTMLCanvasElement.prototype.getContext = (() => null) as never;
-
-let host: Host;
-const transport: Transport = {
-  kind: 'ipc',
-  send: (m) => host.handle(JSON.parse(JSON.stringify(m)), 'ipc'),
-  onEvent: () => () => {},
-  onState: () => () => {},
-};
-
-beforeAll(() => {
-  const native = loadAddon();
-  host = new Host(native);
-  registerSnapshotMethods(host, native);
-});
-afterAll(() => host.dispose());
-afterEach(() => cleanup());
+const transport = snapshotHostTransport();
 
 async function open(name: string) {
   render(SnapshotsPanel, { props: { transport } });

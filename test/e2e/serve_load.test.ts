@@ -1,4 +1,4 @@
-// The light version of bench/serve/load.mjs (issue 15): serve in its own process with
+// The light version of bench/serve/load.mjs: serve in its own process with
 // 10 clients, 2 slow readers, a greedy client and oversized frames for a few seconds; it
 // must stay up with bounded memory. The full run: `node bench/serve/load.mjs`.
 import { describe, expect, it } from 'vitest';
