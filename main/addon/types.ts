@@ -97,6 +97,8 @@ export interface NativeOutcome {
   trainable_parameters: number;
   /** The scaled-dot-product attention backend the run modelled (transformers), else null. */
   sdpa_backend: string | null;
+  /** The device's bytes outside the allocator (DeviceInfo.context). */
+  context: number;
   oom: NativeOom | null;
 }
 

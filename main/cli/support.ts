@@ -6,6 +6,7 @@ import { UsageError } from './io';
 import { formatBytes, table } from './format';
 import { loadAddon } from '../addon/load';
 import type { RunMeta } from '../contract/runs';
+import { wholeCard, type CardMemory } from '../contract/card';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { defaultHome } from '../paths';
 import { RunStore } from '../store/store';
@@ -95,13 +96,15 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     parameters: s?.parameters ?? null,
     trainable_parameters: s?.trainable_parameters ?? null,
     sdpa_backend: s?.sdpa_backend ?? null,
+    context: s?.context ?? null,
     duration_ms: s?.duration_ms ?? null,
     sim_time_ms: s?.sim_time_ms ?? null,
     spec: meta.spec,
   };
 }
 
-export function describeRun(meta: RunMeta): string {
+/** The run as text; with its card (total), the whole-card line: reserved + CUDA context of total. */
+export function describeRun(meta: RunMeta, card?: CardMemory): string {
   const s = meta.summary;
   const lines = [`run ${meta.id}  "${meta.name}"  ${meta.status}  on ${meta.device}`];
   if (!s) return lines.join('\n') + '\n';
@@ -109,6 +112,10 @@ export function describeRun(meta: RunMeta): string {
   if (readings.length)
     lines.push('', table(['reading', 'bytes', 'size'], readings.map(([k, v]) => [k, String(v), formatBytes(v)])).trimEnd());
   lines.push('', `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`);
+  // What nvidia-smi shows: PyTorch's reserved memory plus the CUDA context and libraries.
+  const whole = s.context !== undefined && card?.total ? { total: card.total, context: s.context } : null;
+  if (whole) lines.push(`on the card: ${wholeCard(s.peak_reserved, whole)} (what nvidia-smi shows)`);
+  else if (s.context) lines.push(`on the card: peak reserved + CUDA context ${formatBytes(s.context)} = ${formatBytes(s.peak_reserved + s.context)} (what nvidia-smi shows)`);
   if (s.parameters !== undefined)
     lines.push(
       `${s.parameters.toLocaleString('en-US')} parameters` +
@@ -120,6 +127,7 @@ export function describeRun(meta: RunMeta): string {
     lines.push(
       `largest category: ${s.oom.dominant.category} ${formatBytes(s.oom.dominant.bytes)}; reserved but unallocated ${formatBytes(s.oom.reserved_unallocated)}`,
     );
+    if (whole) lines.push(`at the OOM: ${wholeCard(s.oom.reserved, whole).replace('peak reserved', 'reserved')}`);
     for (const tip of s.oom.suggestions) lines.push(`  try ${tip}`);
   }
   if (s.error) lines.push('', `error: ${s.error}`);

@@ -5,6 +5,11 @@ export interface DeviceInfo {
   name: string;
   total: number; // bytes
   free: number; // bytes
+  /** Bytes the card holds outside PyTorch's allocator: the CUDA context and library handles
+   *  (a simulated preset's measured or estimated figure, native/device/presets.cpp; on cuda:N,
+   *  total - free at listing, other processes included; 0 for sim:custom:SIZE). The allocator
+   *  can reserve at most total - context. */
+  context: number;
   ordinal: number;
   memBandwidthGBs: number;
   fp32Tflops: number;

@@ -1,3 +1,4 @@
+export * from './card';
 export * from './devices';
 export * from './messages';
 export * from './methods';

@@ -98,6 +98,9 @@ export interface RunSummary {
   trainable_parameters: number;
   /** The attention backend the run modelled (transformers: "flash", "efficient"), else null. */
   sdpa_backend: string | null;
+  /** The card's CUDA context and library handles, bytes outside PyTorch's allocator
+   *  (DeviceInfo.context): nvidia-smi shows peak_reserved + context. Absent in runs stored before. */
+  context?: number;
   oom: OomReport | null;
   error: string | null;
   samples: number;
@@ -167,7 +170,12 @@ export interface Prediction {
   /** Peak allocated / reserved, absolute as in a run's summary (up to the OOM, for an OOM). */
   peak_allocated: number;
   peak_reserved: number;
+  /** The spec's capacity cap, else the card's total. */
   capacity: number;
+  /** The card's total and its CUDA context and library handles (DeviceInfo): the run fits
+   *  when peak_reserved + context stays within total (and peak_reserved within capacity). */
+  total: number;
+  context: number;
   readings: Record<string, number>;
   parameters: number;
   trainable_parameters: number;
@@ -180,7 +188,10 @@ export interface Prediction {
 export interface SweepResult {
   sweepId: string;
   param: string;
-  runs: { value: unknown; runId: string; status: RunStatus; peak_allocated: number; oom: boolean }[];
+  runs: { value: unknown; runId: string; status: RunStatus; peak_allocated: number; peak_reserved: number; oom: boolean }[];
+  /** The card's total and CUDA context (DeviceInfo): each run holds peak_reserved + context. */
+  total: number;
+  context: number;
 }
 
 export interface FitProbe {
@@ -202,7 +213,11 @@ export interface FitResult {
   value: number;
   /** The batch of that run: the answer when fitting the batch (0 when batch 1 does not fit). */
   batch: number;
+  /** The spec's capacity cap, else the card's total. */
   capacity: number;
+  /** The card's total and CUDA context (DeviceInfo): what fits leaves reserved + context within total. */
+  total: number;
+  context: number;
   probes: FitProbe[];
 }
 

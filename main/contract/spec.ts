@@ -36,7 +36,7 @@ import {
 import { checkSpecLimits } from './limits';
 import { parseSize } from './units';
 
-export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND } from './catalogue';
+export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND, DEFAULT_DEVICE } from './catalogue';
 export { PRECISIONS, WEIGHTS, MODES, LOSSES } from './catalogue';
 export type { ModelSpec, OptimizerSpec, ModelKind, OptimizerKind } from './catalogue';
 export { parseSize } from './units';

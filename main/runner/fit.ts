@@ -1,6 +1,8 @@
 // "fit": the largest batch, sequence length or generation length that completes without OOM
 // under the device's capacity (or the spec's), by doubling from the spec's value until a
 // run fails, then bisecting. Memory grows with each of them, so the fits form a prefix.
+// The device leaves its allocator total - context (the CUDA context and libraries), so
+// what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
 import { LIMITS, checkSpec, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
@@ -55,8 +57,9 @@ function fitRange(spec: Spec, param: FitParam): number {
   return seq - spec.prompt;
 }
 
-export async function runFit(manager: RunManager, base: unknown, deviceTotal: number, opts: FitOptions = {}): Promise<FitResult> {
+export async function runFit(manager: RunManager, base: unknown, opts: FitOptions = {}): Promise<FitResult> {
   const spec = parseSpec(base);
+  const card = manager.card(spec.device);
   const param: FitParam = opts.param ?? 'batch';
   const limit = fitLimit(spec, param);
   const max = Math.min(opts.max ?? opts.maxBatch ?? limit, limit);
@@ -116,5 +119,5 @@ export async function runFit(manager: RunManager, base: unknown, deviceTotal: nu
     else hi = mid;
   }
   const best = probes.find((p) => p.value === lo && p.ok);
-  return { fitId, param, value: lo, batch: best?.batch ?? 0, capacity: spec.capacity ?? deviceTotal, probes };
+  return { fitId, param, value: lo, batch: best?.batch ?? 0, capacity: spec.capacity ?? card.total, total: card.total, context: card.context, probes };
 }

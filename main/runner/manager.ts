@@ -10,6 +10,8 @@ import { describeError } from '../host/errors';
 import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
 import { EventThinner, SampleDecimator } from '../store/decimate';
+import type { CardMemory } from '../contract/card';
+import { cardMemory } from './card_memory';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
@@ -46,6 +48,11 @@ export class RunManager {
     private readonly events: Partial<RunEvents> = {},
     private readonly batching: BatcherOptions = {},
   ) {}
+
+  /** The card a device id names: its total and its CUDA context (fit and sweeps report both). */
+  card(device: string): CardMemory {
+    return cardMemory(this.native, device);
+  }
 
   /** Throws (SpecError, or the native side's refusal) before anything runs. */
   async start(specInput: unknown, opts: StartOptions = {}): Promise<StartedRun> {

@@ -12,7 +12,6 @@ import { RunManager } from './manager';
 import { Predictor } from './predict';
 import { runSweep } from './sweep';
 import { runFit } from './fit';
-import { deviceTotal } from './device_total';
 import { RecordCache } from './record_cache';
 
 export interface RunMethodsOptions {
@@ -88,7 +87,7 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
   });
   host.register('sweep.start', async ({ spec, param, values }) => runSweep(await manager(), spec, param, values));
   host.register('fit.start', async ({ spec, param, max, maxBatch }) =>
-    runFit(await manager(), spec, deviceTotal(native, spec.device), { param, max: max ?? maxBatch }),
+    runFit(await manager(), spec, { param, max: max ?? maxBatch }),
   );
   return { manager };
 }

@@ -4,14 +4,16 @@
 import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { Prediction } from '../contract/runs';
 import type { Spec } from '../contract/spec';
-import { deviceTotal } from './device_total';
+import type { CardMemory } from '../contract/card';
+import { cardMemory } from './card_memory';
 
-/** The simulated twin of a device: itself for sim:*, a card of the same size for cuda:N. */
+/** The simulated twin of a device: itself for sim:*; for cuda:N a device whose allocator gets
+ *  what the card leaves beside its context (a sim:custom size has no context of its own). */
 export function simDevice(native: NativeAddon, device: string): string {
   if (!device.startsWith('cuda:')) return device;
-  const total = native.listDevices().find((d) => d.id === device)?.total;
-  if (!total) throw new Error(`no CUDA device ${device} here to predict for (see 'vramlab devices')`);
-  return `sim:custom:${total}`;
+  const d = native.listDevices().find((x) => x.id === device);
+  if (!d?.total) throw new Error(`no CUDA device ${device} here to predict for (see 'vramlab devices')`);
+  return `sim:custom:${d.total - d.context}`;
 }
 
 export class Predictor {
@@ -22,6 +24,7 @@ export class Predictor {
   /** Resolves with status "cancelled" when a newer request on the same channel supersedes it. */
   predict(spec: Spec, channel = ''): Promise<Prediction> {
     const device = simDevice(this.native, spec.device);
+    const card = cardMemory(this.native, spec.device);
     this.inFlight.get(channel)?.cancel();
     return new Promise((resolve, reject) => {
       let handle: NativeRunHandle | null = null;
@@ -32,7 +35,7 @@ export class Predictor {
         const batch = handle.drain();
         if (!batch.outcome) return;
         if (this.inFlight.get(channel) === handle) this.inFlight.delete(channel);
-        resolve(toPrediction(batch.outcome, device, spec.capacity ?? deviceTotal(this.native, device)));
+        resolve(toPrediction(batch.outcome, device, card, spec.capacity ?? card.total));
       };
       try {
         handle = this.native.startRun(
@@ -57,7 +60,7 @@ export class Predictor {
   }
 }
 
-function toPrediction(o: NativeOutcome, device: string, capacity: number): Prediction {
+function toPrediction(o: NativeOutcome, device: string, card: CardMemory, capacity: number): Prediction {
   return {
     status: o.status,
     device,
@@ -65,6 +68,8 @@ function toPrediction(o: NativeOutcome, device: string, capacity: number): Predi
     peak_allocated: o.peak_allocated,
     peak_reserved: o.peak_reserved,
     capacity,
+    total: card.total,
+    context: card.context,
     readings: Object.fromEntries(o.readings),
     parameters: o.num_parameters,
     trainable_parameters: o.trainable_parameters,

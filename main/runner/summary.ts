@@ -93,6 +93,7 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     parameters: outcome.num_parameters,
     trainable_parameters: outcome.trainable_parameters,
     sdpa_backend: outcome.sdpa_backend,
+    context: outcome.context ?? 0,
     oom: outcome.oom ? diagnoseOom(outcome.oom, spec) : null,
     error: outcome.error,
     samples: tracker.samples,

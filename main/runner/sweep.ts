@@ -43,7 +43,9 @@ export async function runSweep(
 ): Promise<SweepResult> {
   const p = checkSweep(base, param, values);
   const sweepId = `sweep-${randomBytes(4).toString('hex')}`;
-  const result: SweepResult = { sweepId, param: p, runs: [] };
+  // The device is the same for every value: one card, one context.
+  const card = manager.card(parseSpec(base ?? {}).device);
+  const result: SweepResult = { sweepId, param: p, runs: [], total: card.total, context: card.context };
   for (let i = 0; i < values.length; i++) {
     if (opts.signal?.cancelled) break;
     const value = values[i];
@@ -60,6 +62,7 @@ export async function runSweep(
       runId: meta.id,
       status: meta.status,
       peak_allocated: meta.summary?.peak_allocated ?? 0,
+      peak_reserved: meta.summary?.peak_reserved ?? 0,
       oom: meta.status === 'oom',
     });
     if (meta.status === 'cancelled') break;

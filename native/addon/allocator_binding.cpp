@@ -373,6 +373,7 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
     o.Set("name", d.name);
     o.Set("total", num(env, static_cast<double>(d.total)));
     o.Set("free", num(env, static_cast<double>(d.free)));
+    o.Set("context", num(env, static_cast<double>(d.context)));
     return o;
   }
 

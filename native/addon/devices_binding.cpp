@@ -16,6 +16,7 @@ Napi::Object toJs(Napi::Env env, const DeviceInfo& d) {
   o.Set("name", d.name);
   o.Set("total", double(d.total));  // exact: device sizes are far below 2^53
   o.Set("free", double(d.free));
+  o.Set("context", double(d.context));
   o.Set("ordinal", d.ordinal);
   o.Set("memBandwidthGBs", d.mem_bandwidth_gbs);
   o.Set("fp32Tflops", d.fp32_tflops);

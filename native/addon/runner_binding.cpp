@@ -125,6 +125,7 @@ Napi::Object outcomeToJs(Napi::Env env, const Outcome& out) {
   o.Set("sim_time_ms", r.sim_time_ms < 0 ? env.Null() : Napi::Number::New(env, r.sim_time_ms));
   o.Set("num_parameters", double(r.num_parameters));
   o.Set("trainable_parameters", double(r.trainable_parameters));
+  o.Set("context", double(r.context));
   o.Set("sdpa_backend", r.sdpa_backend.empty() ? env.Null() : Napi::String::New(env, r.sdpa_backend));
   if (r.oom) {
     auto m = Napi::Object::New(env);

@@ -116,6 +116,14 @@ class CudaDevice : public Device {
     d.name = name_;
     d.ordinal = ordinal_;
     mem_info(&d.free, &d.total);
+    // Memory in use that is not this device's segments: the context and library handles this
+    // process created, and any other process's memory (unavailable to the allocator all the same).
+    uint64_t mapped = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (const auto& [va, seg] : handles_) mapped += seg.bytes;
+    }
+    d.context = d.total - d.free > mapped ? d.total - d.free - mapped : 0;
     d.mem_bandwidth_gbs = bandwidth_gbs_;
     return d;
   }
@@ -312,7 +320,7 @@ class CudaDevice : public Device {
   uint64_t total_ = 0;
   double bandwidth_gbs_ = 0;
   std::atomic<uint64_t> busy_ns_{0};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   struct Mapped {
     CUmemGenericAllocationHandle handle;
     size_t bytes;

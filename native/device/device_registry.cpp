@@ -20,7 +20,9 @@ std::vector<DeviceInfo> list_devices() {
     d.id = std::string("sim:") + p.key;
     d.kind = "sim";
     d.name = p.name;
-    d.total = d.free = p.total;
+    d.total = p.total;
+    d.context = p.context;
+    d.free = p.total - p.context;
     d.mem_bandwidth_gbs = p.mem_bandwidth_gbs;
     d.fp32_tflops = p.fp32_tflops;
     d.bf16_tflops = p.bf16_tflops;
@@ -34,7 +36,8 @@ std::unique_ptr<Device> open_device(const std::string& id) {
   if (id.rfind("sim:custom:", 0) == 0) {
     std::string size = id.substr(11);
     uint64_t total = parse_byte_size(size);
-    // A custom size keeps an H100's speeds, so its modelled times stay meaningful.
+    // A custom size keeps an H100's speeds, so its modelled times stay meaningful. It has no
+    // context: SIZE is what the allocator may use.
     auto h100 = find_sim_preset("h100-80gb");
     return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total, h100 ? h100->mem_bandwidth_gbs : 0,
                                        h100 ? h100->fp32_tflops : 0, h100 ? h100->bf16_tflops : 0);
@@ -42,7 +45,8 @@ std::unique_ptr<Device> open_device(const std::string& id) {
   if (id.rfind("sim:", 0) == 0) {
     auto p = find_sim_preset(id.substr(4));
     if (!p) throw std::invalid_argument("unknown device '" + id + "': no simulated preset named '" + id.substr(4) + "'");
-    return std::make_unique<SimDevice>(id, p->name, p->total, p->mem_bandwidth_gbs, p->fp32_tflops, p->bf16_tflops);
+    return std::make_unique<SimDevice>(id, p->name, p->total, p->mem_bandwidth_gbs, p->fp32_tflops, p->bf16_tflops,
+                                       p->context);
   }
   if (id.rfind("cuda:", 0) == 0) {
     std::string n = id.substr(5);

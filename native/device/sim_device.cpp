@@ -26,10 +26,11 @@ std::string fmt_size(uint64_t size) {  // c10 format_size, for the OOM report
 }  // namespace
 
 SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs,
-                     double fp32_tflops, double bf16_tflops)
-    : id_(std::move(id)), name_(std::move(name)), total_(total), bandwidth_gbs_(bandwidth_gbs),
+                     double fp32_tflops, double bf16_tflops, uint64_t context)
+    : id_(std::move(id)), name_(std::move(name)), total_(total), context_(context), bandwidth_gbs_(bandwidth_gbs),
       fp32_tflops_(fp32_tflops), bf16_tflops_(bf16_tflops) {
   if (total_ == 0) throw std::invalid_argument("simulated device capacity must be > 0");
+  if (context_ >= total_) throw std::invalid_argument("simulated device context must be less than its total");
 }
 
 DeviceInfo SimDevice::info() const {
@@ -38,6 +39,7 @@ DeviceInfo SimDevice::info() const {
   d.kind = "sim";
   d.name = name_;
   d.total = total_;
+  d.context = context_;
   d.free = free_memory();
   d.mem_bandwidth_gbs = bandwidth_gbs_;
   d.fp32_tflops = fp32_tflops_;
@@ -47,7 +49,7 @@ DeviceInfo SimDevice::info() const {
 
 uint64_t SimDevice::free_memory() const {
   std::lock_guard<std::mutex> g(mu_);
-  return total_ - used_;
+  return available_locked();
 }
 
 uint64_t SimDevice::used_bytes() const {
@@ -65,8 +67,9 @@ void SimDevice::set_latency_model(const SimLatencyModel& m) {
   model_ = m;
 }
 
+// As NVML reports it: the allocator's memory plus the context and library handles.
 std::string SimDevice::process_memory_report() const {
-  return "Including non-PyTorch memory, this process has " + fmt_size(used_bytes()) + " memory in use. ";
+  return "Including non-PyTorch memory, this process has " + fmt_size(used_bytes() + context_) + " memory in use. ";
 }
 
 uintptr_t SimDevice::take_va(size_t bytes) {
@@ -121,7 +124,7 @@ uintptr_t SimDevice::malloc(size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   busy_ns_ += cost(model_.malloc_base_ns, model_.malloc_per_gib_ns, bytes);
   if (bytes == 0) return 0;
-  if (bytes > total_ - used_) return 0;  // cudaErrorMemoryAllocation
+  if (bytes > available_locked()) return 0;  // cudaErrorMemoryAllocation
   uintptr_t va = 0;
   if (script_next_ < script_.size() && take_va_at(script_[script_next_], bytes)) va = script_[script_next_];
   if (script_next_ < script_.size()) ++script_next_;
@@ -133,7 +136,7 @@ uintptr_t SimDevice::malloc(size_t bytes) {
 
 bool SimDevice::adopt(uintptr_t ptr, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
-  if (bytes == 0 || bytes > total_ - used_) return false;
+  if (bytes == 0 || bytes > available_locked()) return false;
   const bool inside = ptr < kVaBase + kVaSpan && ptr + bytes > kVaBase;
   if (inside) {
     // The range must lie wholly in free address space; ranges outside the simulated span
@@ -180,7 +183,7 @@ bool SimDevice::map_pages(uintptr_t va, size_t bytes) {
       (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second > va))
     throw std::runtime_error("map_pages: range is already mapped");
   busy_ns_ += cost(model_.map_base_ns, model_.map_per_gib_ns, bytes);
-  if (bytes > total_ - used_) return false;  // CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate
+  if (bytes > available_locked()) return false;  // CUDA_ERROR_OUT_OF_MEMORY from cuMemCreate
   used_ += bytes;
   mappings_.emplace(va, bytes);
   return true;

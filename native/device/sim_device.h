@@ -28,8 +28,10 @@ struct SimLatencyModel {
 
 class SimDevice : public Device {
  public:
+  // `context`: bytes the card holds outside the allocator from the start (CUDA context and
+  // library handles), so cudaMalloc fails once used + context would pass total, as on a real card.
   SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs = 0,
-            double fp32_tflops = 0, double bf16_tflops = 0);
+            double fp32_tflops = 0, double bf16_tflops = 0, uint64_t context = 0);
 
   DeviceInfo info() const override;
   uint64_t total_memory() const override { return total_; }
@@ -49,12 +51,14 @@ class SimDevice : public Device {
   // got), so best-fit ties between equal-sized blocks break as they did there. An
   // address whose range is not free is skipped in favour of the usual placement.
   void set_address_script(std::vector<uintptr_t> addresses);
-  uint64_t used_bytes() const;
+  uint64_t used_bytes() const;  // the allocator's segments and mapped pages, not the context
+  uint64_t context_bytes() const { return context_; }
   // Live cudaMalloc ranges and mapped page ranges (address -> bytes), for checks.
   std::map<uintptr_t, size_t> live_allocations() const;
   std::map<uintptr_t, size_t> live_mappings() const;
 
  private:
+  uint64_t available_locked() const { return total_ - context_ - used_; }  // mu_ held
   uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
   bool take_va_at(uintptr_t va, size_t bytes);
   bool claim_va(uintptr_t va, size_t len);  // no live allocation or reservation may overlap
@@ -62,6 +66,7 @@ class SimDevice : public Device {
 
   std::string id_, name_;
   uint64_t total_;
+  uint64_t context_;
   double bandwidth_gbs_, fp32_tflops_, bf16_tflops_;
   mutable std::mutex mu_;
   SimLatencyModel model_;

@@ -113,6 +113,7 @@ ExperimentJob::ExperimentJob(const engine::RunSpec& spec, const engine::RunOptio
   auto settings = alloc::AllocatorSettings::parse(alloc_conf_);
   auto device = open_device(spec_.device);  // throws std::invalid_argument for an unknown id
   const int64_t total = int64_t(device->info().total);
+  context_ = int64_t(device->info().context);
   sim_clock_ = device->info().kind == "sim";
   capacity_ = total;
   if (spec_.capacity > 0) {
@@ -133,6 +134,7 @@ ExperimentJob::ExperimentJob(const engine::RunSpec& spec, const engine::RunOptio
 
 JobResult ExperimentJob::run(JobContext& ctx) {
   JobResult r;
+  r.context = context_;
   std::vector<std::pair<std::string, int64_t>> readings;
   int64_t base = -1;
   Sample last;

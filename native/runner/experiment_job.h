@@ -19,6 +19,7 @@ class ExperimentJob : public Job {
   engine::RunOptions options_;
   std::string alloc_conf_;  // the spec's, plus per_process_memory_fraction for `capacity`
   int64_t capacity_ = 0;    // bytes the run may use: the spec's capacity or the device total
+  int64_t context_ = 0;     // the device's CUDA context and library handles (DeviceInfo::context)
   bool sim_clock_ = true;   // time axis: the sim's modelled time, or wall time on a real GPU
 };
 

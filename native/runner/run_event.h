@@ -60,6 +60,7 @@ struct JobResult {
   double sim_time_ms = -1;                         // < 0: not modelled
   int64_t num_parameters = 0, trainable_parameters = 0;
   std::string sdpa_backend;                        // "" without attention
+  int64_t context = 0;                             // the device's bytes outside the allocator
   std::optional<OomInfo> oom;
 };
 

@@ -18,7 +18,7 @@ beforeAll(() => {
 afterAll(() => env.close());
 
 const devices: DeviceInfo[] = [
-  { id: 'sim:h100-80gb', kind: 'sim', name: 'H100 80GB (sim)', total: 85_017_755_648, free: 85_017_755_648, ordinal: 0, memBandwidthGBs: 3350, fp32Tflops: 67, bf16Tflops: 989 },
+  { id: 'sim:h100-80gb', kind: 'sim', name: 'H100 80GB (sim)', total: 85_017_755_648, free: 84_213_497_856, context: 804_257_792, ordinal: 0, memBandwidthGBs: 3350, fp32Tflops: 67, bf16Tflops: 989 },
 ];
 
 function setup(overrides = {}) {

@@ -99,6 +99,41 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     await page.close();
   });
 
+  it('draws the CUDA context & libraries as their own band under the card\'s total', async () => {
+    const { page, errors } = await openLab(env);
+    await page.getByTestId('field-device').selectOption('sim:t4-16gb');
+    await page.getByTestId('field-modelKind').selectOption('residual');
+    await fill(page, 'field-dim', '2048');
+    await fill(page, 'field-depth', '2');
+    await fill(page, 'field-batch', '262144');
+    // The prediction shows the context as its own row and counts it in the verdict.
+    await page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-context"]').waitFor();
+    expect(await page.getByTestId('predicted-context').textContent()).toMatch(/CUDA context & libraries\s*[0-9.]+ MiB/);
+    expect(await page.getByTestId('predicted-oom').textContent()).toMatch(/reserved \+ CUDA context & libraries would pass the card's 14\.58 GiB/);
+    await page.getByTestId('run').click();
+    expect(await waitForRun(page, 'ui_context_band')).toBe('oom');
+    expect(await page.getByTestId('oom-whole-card').textContent()).toMatch(/reserved [0-9.]+ GiB \+ CUDA context [0-9.]+ MiB = [0-9.]+ GiB of 14\.58 GiB/);
+    const key = page.getByTestId('context-band');
+    expect(await key.textContent()).toMatch(/CUDA context & libraries: [0-9.]+ MiB of the card's 14\.58 GiB/);
+    await page.waitForFunction(() => document.querySelector('[data-testid="context-band"]')?.getAttribute('data-drawn') === 'true');
+    // The band is on the canvas, in its own colour: sample the row through its middle.
+    const chart = page.getByTestId('memory-chart');
+    const [top, bottom] = (await chart.getAttribute('data-context-band'))!.split(',').map(Number);
+    expect(bottom).toBeGreaterThan(top);
+    const greenish = await chart.locator('canvas').evaluate((c, mid) => {
+      const canvas = c as HTMLCanvasElement;
+      const scale = canvas.width / canvas.clientWidth;
+      const row = canvas.getContext('2d')!.getImageData(0, Math.round(mid * scale), canvas.width, 1).data;
+      let n = 0;
+      for (let i = 0; i < row.length; i += 4) if (row[i + 3] > 0 && row[i + 1] > row[i] + 4 && row[i + 1] > row[i + 2] + 4) n++;
+      return n / (row.length / 4);
+    }, (top + bottom) / 2);
+    expect(greenish).toBeGreaterThan(0.3);
+    await page.getByTestId('run-view').screenshot({ path: shot('ui_context_band') });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('draws the run readably in the dark theme', async () => {
     const { page, errors } = await openLab(env, 'experiment', { dark: true });
     await page.getByTestId('field-modelKind').selectOption('residual');

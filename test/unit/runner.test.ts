@@ -156,11 +156,13 @@ describe('runner (native worker thread, synthetic job)', () => {
   it('fit finds the largest batch that does not OOM, by doubling then bisection', async () => {
     const { manager, store } = await setup();
     const limit = 300; // the synthetic device "fits" batches up to 300
-    const result = await runFit(manager, { batch: 16 }, 80 * 2 ** 30, {
+    const result = await runFit(manager, { batch: 16 }, {
       jobFor: (spec) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 }),
     });
     expect(result.batch).toBe(limit);
-    expect(result.capacity).toBe(80 * 2 ** 30);
+    const card = manager.card('sim:h100-80gb');
+    expect(result.capacity).toBe(card.total);
+    expect([result.total, result.context]).toEqual([card.total, card.context]);
     const tried = result.probes.map((p) => p.batch);
     expect(tried.slice(0, 6)).toEqual([16, 32, 64, 128, 256, 512]);
     expect(new Set(tried).size).toBe(tried.length);
@@ -173,7 +175,7 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('fit reports 0 when even batch 1 does not fit', async () => {
     const { manager } = await setup();
-    const result = await runFit(manager, { batch: 4 }, 1, { jobFor: () => synthetic({ steps: 2, oom_at: 0 }) });
+    const result = await runFit(manager, { batch: 4 }, { jobFor: () => synthetic({ steps: 2, oom_at: 0 }) });
     expect(result.batch).toBe(0);
     expect(result.probes.map((p) => p.batch)).toEqual([4, 2, 1]);
   });

@@ -3,10 +3,9 @@ import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { FIT_PARAMS, type FitParam } from '../../contract/spec';
-import { loadAddon } from '../../addon/load';
 import { loadSpecFile, openManager } from '../support';
 import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
-import { deviceTotal } from '../../runner/device_total';
+import { wholeCard } from '../../contract/card';
 
 const USAGE = `usage: vramlab fit SPEC.json [--param ${FIT_PARAMS.join('|')}] [--device ID] [--capacity SIZE] [--max N] [--json]
 
@@ -14,7 +13,8 @@ Finds the largest value of --param (default batch) SPEC.json runs at without run
 of memory on its device (or under --capacity), doubling from the spec's value and then
 bisecting: the largest batch, the longest sequence (model.seq, transformers) or the
 longest generation (new_tokens, mode "generate") that fits, for any family and
-fine-tuning method.
+fine-tuning method. The whole card counts, as nvidia-smi sees it: PyTorch's reserved
+memory plus the CUDA context and libraries ('vramlab devices' lists each card's).
 `;
 
 const fit: Command = async (args, io) => {
@@ -60,7 +60,7 @@ const fit: Command = async (args, io) => {
   };
   process.once('SIGINT', onSigint);
   try {
-    const result = await runFit(manager, input, deviceTotal(loadAddon(), spec.device), {
+    const result = await runFit(manager, input, {
       param,
       max,
       signal,
@@ -72,7 +72,11 @@ const fit: Command = async (args, io) => {
     if (values.json) io.out(JSON.stringify(result) + '\n');
     else {
       io.out(table([param, 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.value), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
-      io.out(`\nlargest ${param} that fits in ${formatBytes(result.capacity)}: ${result.value}\n`);
+      const where = spec.capacity !== null ? `under the ${formatBytes(result.capacity)} cap on ${spec.device}` : `on ${spec.device}`;
+      io.out(`\nlargest ${param} that fits ${where}: ${result.value}\n`);
+      const best = result.probes.find((p) => p.ok && p.value === result.value);
+      if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
+      if (result.context > 0) io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
     }
     return 0;
   } catch (err) {

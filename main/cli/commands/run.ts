@@ -52,7 +52,7 @@ const run: Command = async (args, io) => {
     process.removeListener('SIGINT', onSigint);
   }
   if (values.csv) writeFileSync(values.csv, timelineCsv(await manager.store.get(meta.id)));
-  io.out(values.json ? JSON.stringify(runJsonResult(meta)) + '\n' : describeRun(meta));
+  io.out(values.json ? JSON.stringify(runJsonResult(meta)) + '\n' : describeRun(meta, manager.card(meta.device)));
   if (meta.status === 'error') {
     if (values.json) io.err(`vramlab run: ${meta.summary?.error ?? 'run failed'}\n`);
     return 1;

@@ -96,15 +96,16 @@ const sweep: Command = async (args, io) => {
   else
     io.out(
       table(
-        [values.param, 'status', 'peak allocated', 'peak reserved', 'run'],
-        result.runs.map((r, i) => [
+        [values.param, 'status', 'peak allocated', 'peak reserved', '+ CUDA context', 'run'],
+        result.runs.map((r) => [
           typeof r.value === 'object' ? JSON.stringify(r.value) : String(r.value),
           r.status,
           formatBytes(r.peak_allocated),
-          formatBytes(metas[i].summary?.peak_reserved ?? 0),
+          formatBytes(r.peak_reserved),
+          formatBytes(r.peak_reserved + result.context),
           r.runId,
         ]),
-      ),
+      ) + `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
     );
   return result.runs.some((r) => r.status === 'error') ? 1 : signal.cancelled ? 130 : 0;
 };

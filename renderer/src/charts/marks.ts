@@ -1,14 +1,20 @@
 // A chart.js plugin that draws what a memory timeline needs around its lines: phase bands
-// behind, then the capacity line, the peak and the OOM in front. Reads its data from
-// options.plugins.marks so one plugin instance serves every chart.
+// and the card's CUDA context band behind, then the capacity line, the peak and the OOM in
+// front. Reads its data from options.plugins.marks so one plugin instance serves every chart.
 import type { Chart, Plugin } from 'chart.js';
+import { CONTEXT_LABEL, type CardMemory } from '$contract/card';
 import { formatBytes } from '../lib/units';
 import { PHASE_COLORS, type RunSeries } from '../lib/series';
+
+/** Where each chart last drew the context band (pixels, top < bottom), null when off the scale. */
+export const drawnBands = new WeakMap<Chart, { top: number; bottom: number } | null>();
 
 export interface MarksOptions {
   series?: RunSeries | null;
   capacity?: number | null;
-  colors?: { fg: string; danger: string; accent: string; muted: string };
+  /** The card: its CUDA context is drawn as a constant band from total - context up to total. */
+  card?: CardMemory | null;
+  colors?: { fg: string; danger: string; accent: string; muted: string; context?: { fill: string; stripe: string; text: string } };
   /** A vertical cursor (segment-map scrub position), in x units. */
   cursor?: number | null;
 }
@@ -21,30 +27,8 @@ export const marksPlugin: Plugin = {
   id: 'marks',
   beforeDatasetsDraw(chart) {
     const o = opts(chart);
-    const s = o.series;
-    if (!s || !s.phases.length) return;
-    const { ctx, chartArea: area, scales } = chart;
-    const x = scales.x;
-    const min = x.min;
-    const max = x.max;
-    const last = s.lastX();
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(area.left, area.top, area.right - area.left, area.bottom - area.top);
-    ctx.clip();
-    for (const p of s.phases) {
-      const end = Number.isNaN(p.end) ? last : p.end;
-      if (end < min || p.start > max) continue;
-      const color = PHASE_COLORS[p.name];
-      if (!color) continue;
-      const x0 = x.getPixelForValue(p.start);
-      const x1 = x.getPixelForValue(end);
-      // Phases squeezed into one instant (samples merged under backpressure) would stack into a dark line.
-      if (x1 - x0 < 0.5) continue;
-      ctx.fillStyle = color;
-      ctx.fillRect(x0, area.top, x1 - x0, area.bottom - area.top);
-    }
-    ctx.restore();
+    drawPhases(chart, o);
+    drawContextBand(chart, o);
   },
   afterDatasetsDraw(chart) {
     const o = opts(chart);
@@ -104,3 +88,71 @@ export const marksPlugin: Plugin = {
     ctx.restore();
   },
 };
+
+/** The memory PyTorch never sees, where it sits on the card: reserved can grow up to its
+ *  bottom edge (total - context); reserved + context reaches the total at its top. */
+function drawContextBand(chart: Chart, o: MarksOptions): void {
+  const card = o.card;
+  const y = chart.scales.y;
+  const area = chart.chartArea;
+  if (!card || card.context <= 0 || !y || card.total - card.context >= y.max) {
+    drawnBands.set(chart, null);
+    return;
+  }
+  const c = o.colors?.context ?? { fill: 'rgba(77, 124, 15, 0.12)', stripe: 'rgba(77, 124, 15, 0.45)', text: '#3f6212' };
+  const top = Math.max(area.top, y.getPixelForValue(card.total));
+  const bottom = Math.min(area.bottom, y.getPixelForValue(card.total - card.context));
+  const { ctx } = chart;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(area.left, top, area.right - area.left, Math.max(bottom - top, 1));
+  ctx.clip();
+  ctx.fillStyle = c.fill;
+  ctx.fillRect(area.left, top, area.right - area.left, Math.max(bottom - top, 1));
+  // Diagonal stripes: a band, not a series, whatever the colours around it.
+  ctx.strokeStyle = c.stripe;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  const h = bottom - top;
+  for (let x = area.left - h; x < area.right; x += 8) {
+    ctx.moveTo(x, bottom);
+    ctx.lineTo(x + h, top);
+  }
+  ctx.stroke();
+  ctx.restore();
+  ctx.save();
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.fillStyle = c.text;
+  ctx.textAlign = 'left'; // left, under the band: the peak's label sits on the right
+  ctx.fillText(`${CONTEXT_LABEL} ${formatBytes(card.context)}`, area.left + 6, Math.min(area.bottom - 4, bottom + 14));
+  ctx.restore();
+  drawnBands.set(chart, { top, bottom });
+}
+
+/** Phase bands (forward, backward, step...) behind everything. */
+function drawPhases(chart: Chart, o: MarksOptions): void {
+  const s = o.series;
+  if (!s || !s.phases.length) return;
+  const { ctx, chartArea: area, scales } = chart;
+  const x = scales.x;
+  const min = x.min;
+  const max = x.max;
+  const last = s.lastX();
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(area.left, area.top, area.right - area.left, area.bottom - area.top);
+  ctx.clip();
+  for (const p of s.phases) {
+    const end = Number.isNaN(p.end) ? last : p.end;
+    if (end < min || p.start > max) continue;
+    const color = PHASE_COLORS[p.name];
+    if (!color) continue;
+    const x0 = x.getPixelForValue(p.start);
+    const x1 = x.getPixelForValue(end);
+    // Phases squeezed into one instant (samples merged under backpressure) would stack into a dark line.
+    if (x1 - x0 < 0.5) continue;
+    ctx.fillStyle = color;
+    ctx.fillRect(x0, area.top, x1 - x0, area.bottom - area.top);
+  }
+  ctx.restore();
+}

@@ -7,6 +7,8 @@ export interface ChartColors {
   accent: string;
   bg: string;
   series: { allocated: string; reserved: string; active: string };
+  /** The CUDA context & libraries band: a hue no category or series uses. */
+  context: { fill: string; stripe: string; text: string };
   categories: string[];
 }
 
@@ -24,6 +26,10 @@ export function chartColors(el: Element = document.documentElement): ChartColors
     series: dark
       ? { allocated: '#60a5fa', reserved: '#f59e0b', active: '#34d399' }
       : { allocated: '#1d4ed8', reserved: '#b45309', active: '#047857' },
+    // Lime: readable on both backgrounds.
+    context: dark
+      ? { fill: 'rgba(163, 230, 53, 0.16)', stripe: 'rgba(163, 230, 53, 0.5)', text: '#65a30d' }
+      : { fill: 'rgba(77, 124, 15, 0.14)', stripe: 'rgba(77, 124, 15, 0.5)', text: '#4d7c0f' },
     // CATEGORIES' order (main/contract/runs.ts): parameters, gradients, optimizer state,
     // activations, temporaries, inputs, workspace, other, attention, MLP, norms,
     // logits / loss, KV cache; then cached-free.
