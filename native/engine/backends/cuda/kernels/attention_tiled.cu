@@ -20,8 +20,9 @@
 // Matrix products: bf16/fp16 use tensor cores through nvcuda::wmma (16x16x16, float
 // accumulation); fp32 runs a register-blocked product on the CUDA cores (TF32 would
 // miss the 1e-4 float tolerance). Both read and write shared memory, so the softmax code
-// is the same for every dtype. Accumulators (O, dQ, dK, dV) live in float shared memory:
-// the online softmax rescales O rows, and wmma's register layout is unspecified.
+// is the same for every dtype. The forward's O accumulator lives in float shared memory
+// (the online softmax rescales its rows, and wmma's register layout is unspecified);
+// dQ, dK and dV, only ever added to, stay in wmma fragments for bf16/fp16 (WarpAcc).
 #include <mma.h>
 
 #include <cfloat>
@@ -145,6 +146,56 @@ __device__ __forceinline__ void zero_rows(float* p, int ld) {
   for (int i = lane_id(); i < kRowsPerWarp * D; i += 32) p[(i / D) * ld + i % D] = 0.f;
 }
 
+// A warp's 16 x N float accumulator that is only ever added to (dQ, dK, dV): wmma
+// fragments in registers for bf16/fp16, so the products skip a shared-memory round
+// trip per tile; rows of float shared memory for fp32's CUDA-core product.
+template <class T, int N>
+struct WarpAcc {
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[N / 16];
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int n = 0; n < N / 16; ++n) wmma::fill_fragment(c[n], 0.f);
+  }
+  // += A (16 x K) * op(B), as warp_mm.
+  template <int K, bool kBT>
+  __device__ __forceinline__ void add(const T* A, int lda, const T* B, int ldb) {
+    using LayoutB = std::conditional_t<kBT, wmma::col_major, wmma::row_major>;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[K / 16];
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk) wmma::load_matrix_sync(a[kk], A + kk * 16, lda);
+#pragma unroll
+    for (int n = 0; n < N / 16; ++n)
+#pragma unroll
+      for (int kk = 0; kk < K / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> b;
+        wmma::load_matrix_sync(b, kBT ? B + n * 16 * ldb + kk * 16 : B + kk * 16 * ldb + n * 16, ldb);
+        wmma::mma_sync(c[n], a[kk], b, c[n]);
+      }
+  }
+  // The rows as float into dst (pitch ld); returns dst.
+  __device__ __forceinline__ const float* rows(float* dst, int ld) {
+#pragma unroll
+    for (int n = 0; n < N / 16; ++n) wmma::store_matrix_sync(dst + n * 16, c[n], ld, wmma::mem_row_major);
+    __syncwarp();
+    return dst;
+  }
+};
+
+template <int N>
+struct WarpAcc<float, N> {
+  float* p = nullptr;  // 16 rows, pitch ld
+  int ld = 0;
+  __device__ __forceinline__ void zero() { zero_rows<N>(p, ld); }
+  template <int K, bool kBT>
+  __device__ __forceinline__ void add(const float* A, int lda, const float* B, int ldb) {
+    warp_mm<float, N, K, kBT>(p, ld, A, lda, B, ldb, true);
+  }
+  __device__ __forceinline__ const float* rows(float*, int) {
+    __syncwarp();
+    return p;
+  }
+};
+
 // ---- shared-memory layouts (bytes), shared by the kernels and their launches ----
 
 template <class T, int D>
@@ -163,11 +214,16 @@ struct DqSmem {
   static constexpr int BR = 64, BC = 64;
   static constexpr int LDT = pitch<T>(D), LDS = fpitch(BC), LDO = fpitch(D);
   static constexpr bool kF = std::is_same_v<T, float>;
-  static constexpr int LDP = kF ? LDS : pitch<T>(BC);  // fp32: dS overwrites S in place
+  // dS overwrites S in place (for bf16/fp16 as the first half of each float row, once
+  // the warp holds its row in registers): no separate buffer, 3 blocks an SM at D = 64.
+  static constexpr int LDP = LDS * int(sizeof(float) / sizeof(T));
+  // dq: fp32's accumulator rows; bf16/fp16 keep dQ in registers and stage it for the
+  // store in the K and V tiles, free once the key loop is done.
   static constexpr size_t q = 0, g = q + sizeof(T) * BR * LDT, k = g + sizeof(T) * BR * LDT,
                           v = k + sizeof(T) * BC * LDT, s = v + sizeof(T) * BC * LDT,
                           dp = s + sizeof(float) * BR * LDS, dq = dp + sizeof(float) * BR * LDS,
-                          p = dq + sizeof(float) * BR * LDO, bytes = p + (kF ? 0 : sizeof(T) * BR * LDP);
+                          bytes = dq + (kF ? sizeof(float) * BR * LDO : 0);
+  static_assert(kF || s - k >= sizeof(float) * BR * LDO, "dQ staging fits the K, V tiles");
 };
 
 template <class T, int D>
@@ -176,12 +232,15 @@ struct DkvSmem {
   static constexpr int LDT = pitch<T>(D), LDS = fpitch(BR), LDO = fpitch(D);
   static constexpr bool kF = std::is_same_v<T, float>;
   static constexpr int LDP = kF ? LDS : pitch<T>(BR);
+  // dk, dv: fp32's accumulator rows; bf16/fp16 keep them in registers and stage them
+  // for the store from offset q on (Q, dO, S, dP, free once the query loop is done).
   static constexpr size_t k = 0, v = k + sizeof(T) * BC * LDT, q = v + sizeof(T) * BC * LDT,
                           g = q + sizeof(T) * BR * LDT, s = g + sizeof(T) * BR * LDT,
-                          dp = s + sizeof(float) * BC * LDS, dk = dp + sizeof(float) * BC * LDS,
-                          dv = dk + sizeof(float) * BC * LDO, lq = dv + sizeof(float) * BC * LDO,
-                          dq = lq + sizeof(float) * BR, p = dq + sizeof(float) * BR,
-                          bytes = p + (kF ? 0 : sizeof(T) * BC * LDP);
+                          dp = s + sizeof(float) * BC * LDS, lq = dp + sizeof(float) * BC * LDS,
+                          dq = lq + sizeof(float) * BR, dk = dq + sizeof(float) * BR,
+                          dv = dk + (kF ? sizeof(float) * BC * LDO : 0),
+                          p = dv + (kF ? sizeof(float) * BC * LDO : 0), bytes = p + (kF ? 0 : sizeof(T) * BC * LDP);
+  static_assert(kF || lq - q >= sizeof(float) * BC * LDO, "dK/dV staging fits Q, dO, S, dP");
 };
 
 // ---- forward ----------------------------------------------------------------------
@@ -280,8 +339,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
   T* Vs = reinterpret_cast<T*>(smem + L::v);
   float* Ss = reinterpret_cast<float*>(smem + L::s);
   float* dPs = reinterpret_cast<float*>(smem + L::dp);
-  float* dQs = reinterpret_cast<float*>(smem + L::dq);
-  T* Ps = L::kF ? reinterpret_cast<T*>(Ss) : reinterpret_cast<T*>(smem + L::p);
+  T* Ps = reinterpret_cast<T*>(Ss);  // dS over S
 
   const int64_t H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
@@ -298,8 +356,12 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
   float* Sw = Ss + w * kRowsPerWarp * L::LDS;
   float* dPw = dPs + w * kRowsPerWarp * L::LDS;
   T* Pw = Ps + w * kRowsPerWarp * L::LDP;
-  float* dQw = dQs + w * kRowsPerWarp * L::LDO;
-  zero_rows<D>(dQw, L::LDO);
+  WarpAcc<T, D> dQ;
+  if constexpr (L::kF) {
+    dQ.p = reinterpret_cast<float*>(smem + L::dq) + w * kRowsPerWarp * L::LDO;
+    dQ.ld = L::LDO;
+  }
+  dQ.zero();
   __syncthreads();
 
   // This row's lse and D (the lane pair splits the head dim).
@@ -320,29 +382,37 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
     warp_mm<T, BC, D, true>(Sw, L::LDS, Qw, L::LDT, Ks, L::LDT, false);   // S = Q K^T
     warp_mm<T, BC, D, true>(dPw, L::LDS, Gw, L::LDT, Vs, L::LDT, false);  // dP = dO V^T
     __syncwarp();
+    float ds[BC / 2];
 #pragma unroll
     for (int t = 0; t < BC / 2; ++t) {
       const int c = half + 2 * t;
       const int64_t j = k0 + c;
       const bool ok = row_ok && j < Sk && !(causal && j > qi);
       const float p = ok ? __expf(Sw[r * L::LDS + c] * scale - li) : 0.f;
-      Pw[r * L::LDP + c] = from_f<T>(p * (dPw[r * L::LDS + c] - di) * scale);  // dS
+      ds[t] = p * (dPw[r * L::LDS + c] - di) * scale;
     }
+    __syncwarp();  // all of S read before dS overwrites it
+#pragma unroll
+    for (int t = 0; t < BC / 2; ++t) Pw[r * L::LDP + half + 2 * t] = from_f<T>(ds[t]);
     __syncwarp();
-    warp_mm<T, D, BC, false>(dQw, L::LDO, Pw, L::LDP, Ks, L::LDT, true);  // dQ += dS K
+    dQ.template add<BC, false>(Pw, L::LDP, Ks, L::LDT);  // dQ += dS K
     __syncwarp();
   }
-  store_rows<T, D>(dq, b, h, q0 + w * kRowsPerWarp, Sq, dQw, L::LDO);
+  __syncthreads();  // the K, V tiles are free: staging for bf16/fp16
+  float* stage = reinterpret_cast<float*>(smem + L::k) + w * kRowsPerWarp * L::LDO;
+  store_rows<T, D>(dq, b, h, q0 + w * kRowsPerWarp, Sq, dQ.rows(stage, L::LDO), L::LDO);
 }
 
 // ---- backward: dK, dV ---------------------------------------------------------------
 
 // grid (B * H, key tiles). Transposed so each warp owns 16 keys: P^T = exp(K Q^T *
 // scale - lse), dV += P^T dO, dS^T = P^T (V dO^T - D) * scale, dK += dS^T Q.
+// Head dim 64 fits 4 blocks an SM in shared memory; the bound keeps registers from
+// being what limits it to 3.
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k,
-                                                                  View4 v, View4 out, View4 lse, bool causal,
-                                                                  float scale) {
+__global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 2)
+    flash_bwd_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
+                          bool causal, float scale) {
   using L = DkvSmem<T, D>;
   constexpr int BR = L::BR, BC = L::BC;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -352,8 +422,6 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(View4 dk, View
   T* Gs = reinterpret_cast<T*>(smem + L::g);
   float* Ss = reinterpret_cast<float*>(smem + L::s);
   float* dPs = reinterpret_cast<float*>(smem + L::dp);
-  float* dKs = reinterpret_cast<float*>(smem + L::dk);
-  float* dVs = reinterpret_cast<float*>(smem + L::dv);
   float* Lq = reinterpret_cast<float*>(smem + L::lq);
   float* Dq = reinterpret_cast<float*>(smem + L::dq);
   T* Ps = L::kF ? reinterpret_cast<T*>(Ss) : reinterpret_cast<T*>(smem + L::p);
@@ -372,10 +440,14 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(View4 dk, View
   float* Sw = Ss + w * kRowsPerWarp * L::LDS;
   float* dPw = dPs + w * kRowsPerWarp * L::LDS;
   T* Pw = Ps + w * kRowsPerWarp * L::LDP;
-  float* dKw = dKs + w * kRowsPerWarp * L::LDO;
-  float* dVw = dVs + w * kRowsPerWarp * L::LDO;
-  zero_rows<D>(dKw, L::LDO);
-  zero_rows<D>(dVw, L::LDO);
+  WarpAcc<T, D> dK, dV;
+  if constexpr (L::kF) {
+    dK.p = reinterpret_cast<float*>(smem + L::dk) + w * kRowsPerWarp * L::LDO;
+    dV.p = reinterpret_cast<float*>(smem + L::dv) + w * kRowsPerWarp * L::LDO;
+    dK.ld = dV.ld = L::LDO;
+  }
+  dK.zero();
+  dV.zero();
 
   // Causal: queries before k0 see none of these keys.
   for (int64_t i0 = causal ? k0 / BR * BR : 0; i0 < Sq; i0 += BR) {
@@ -412,7 +484,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(View4 dk, View
       Pw[r * L::LDP + c] = from_f<T>(p);
     }
     __syncwarp();
-    warp_mm<T, D, BR, false>(dVw, L::LDO, Pw, L::LDP, Gs, L::LDT, true);   // dV += P^T dO
+    dV.template add<BR, false>(Pw, L::LDP, Gs, L::LDT);                  // dV += P^T dO
     warp_mm<T, BR, D, true>(dPw, L::LDS, Vw, L::LDT, Gs, L::LDT, false);  // dP^T = V dO^T
     __syncwarp();
 #pragma unroll
@@ -421,11 +493,14 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dkdv_kernel(View4 dk, View
       Pw[r * L::LDP + c] = from_f<T>(Sw[r * L::LDS + c] * (dPw[r * L::LDS + c] - Dq[c]) * scale);  // dS^T
     }
     __syncwarp();
-    warp_mm<T, D, BR, false>(dKw, L::LDO, Pw, L::LDP, Qs, L::LDT, true);  // dK += dS^T Q
+    dK.template add<BR, false>(Pw, L::LDP, Qs, L::LDT);  // dK += dS^T Q
     __syncwarp();
   }
-  store_rows<T, D>(dk, b, h, k0 + w * kRowsPerWarp, Sk, dKw, L::LDO);
-  store_rows<T, D>(dv, b, h, k0 + w * kRowsPerWarp, Sk, dVw, L::LDO);
+  __syncthreads();  // Q, dO, S, dP are free: staging for bf16/fp16
+  float* stage = reinterpret_cast<float*>(smem + L::q) + w * kRowsPerWarp * L::LDO;
+  store_rows<T, D>(dk, b, h, k0 + w * kRowsPerWarp, Sk, dK.rows(stage, L::LDO), L::LDO);
+  __syncwarp();  // every lane has read the dK rows before dV's overwrite them
+  store_rows<T, D>(dv, b, h, k0 + w * kRowsPerWarp, Sk, dV.rows(stage, L::LDO), L::LDO);
 }
 
 // ---- launches ----------------------------------------------------------------------
