@@ -756,6 +756,79 @@ TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
     }
 }
 
+// The tiled kernels (attention_tiled.cu: head dims 64 and 128, every float dtype):
+// sequences that end mid-tile, fewer queries than keys and the reverse, q, k, v as
+// views of one packed (B, S, 3, H, D) buffer (as the models' qkv projection makes them),
+// and the log-sum-exp as a view of a buffer padded to 32 queries (the efficient
+// backend's layout).
+TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
+  const int64_t B = 2, H = 2;
+  struct Lens {
+    int64_t sq, sk;
+  };
+  for (int64_t D : {int64_t(64), int64_t(128)})
+    for (DType dt : kFloatTypes)
+      for (bool causal : {true, false})
+        for (Lens n : {Lens{300, 300}, Lens{70, 150}, Lens{150, 70}}) {
+          const double scale = 1.0 / std::sqrt(double(D));
+          const int64_t Sq = n.sq, Sk = n.sk, Sp = (Sq + 31) / 32 * 32;
+          const bool packed = Sq == Sk;
+          // (B, S, 3, H, D) seen as three (B, H, S, D) views, or (B, S, H, D) transposed
+          auto heads = [&](const Tensor& buf, int64_t S, int64_t which) {
+            if (!packed) return buf.transpose(1, 2);
+            return make_view(buf, {B, H, S, D}, {S * 3 * H * D, D, 3 * H * D, 1}, which * H * D);
+          };
+          Tensor qkv_c, q_b, k_b, v_b;
+          if (packed) {
+            qkv_c = cpu_rand({B, Sq, 3, H, D}, dt);
+          } else {
+            q_b = cpu_rand({B, Sq, H, D}, dt);
+            k_b = cpu_rand({B, Sk, H, D}, dt);
+            v_b = cpu_rand({B, Sk, H, D}, dt);
+          }
+          Tensor qkv_g = packed ? to_gpu(qkv_c) : Tensor();
+          Tensor q_bg = packed ? Tensor() : to_gpu(q_b), k_bg = packed ? Tensor() : to_gpu(k_b),
+                 v_bg = packed ? Tensor() : to_gpu(v_b);
+          Tensor q_c = heads(packed ? qkv_c : q_b, Sq, 0), k_c = heads(packed ? qkv_c : k_b, Sk, 1),
+                 v_c = heads(packed ? qkv_c : v_b, Sk, 2);
+          Tensor q_g = heads(packed ? qkv_g : q_bg, Sq, 0), k_g = heads(packed ? qkv_g : k_bg, Sk, 1),
+                 v_g = heads(packed ? qkv_g : v_bg, Sk, 2);
+          Tensor go_c = cpu_rand({B, H, Sq, D}, dt), go_g = to_gpu(go_c);
+          Tensor o_c = cpu_empty({B, H, Sq, D}, dt), l_c = cpu_empty({B, H, Sq}, DType::Float32);
+          Tensor o_g = gpu_poisoned({B, H, Sq, D}, dt), lbuf_g = gpu_poisoned({B, H, Sp}, DType::Float32);
+          Tensor l_g = make_view(lbuf_g, {B, H, Sq}, {H * Sp, Sp, 1}, 0);
+          cpu_be().attention(o_c, &l_c, q_c, k_c, v_c, causal, scale);
+          gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, causal, scale);
+          const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" +
+                                   std::to_string(D) + " Sq=" + std::to_string(Sq) + " Sk=" + std::to_string(Sk);
+          EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
+          EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+          // the backward from the reference's forward (lse in the padded layout too)
+          Tensor o_in = to_gpu(o_c), l_in = to_gpu(l_c);
+          Tensor lbuf_in = gpu_poisoned({B, H, Sp}, DType::Float32);
+          Tensor l_in_pad = make_view(lbuf_in, {B, H, Sq}, {H * Sp, Sp, 1}, 0);
+          gpu_be().unary(UnaryOp::Copy, l_in_pad, l_in, 0);
+          // The reference backward in float64 on the same values: the CPU backend adds each
+          // key's term into the gradient tensor itself, so in bf16 its own rounding over
+          // 300 keys (about sqrt(300) half-ulps) would already use up the 2e-2.
+          auto f64 = [&](const Tensor& t) {
+            Tensor c = cpu_empty(t.sizes(), DType::Float64);
+            cpu_be().unary(UnaryOp::Copy, c, t, 0);
+            return c;
+          };
+          Tensor dq_c = cpu_empty({B, H, Sq, D}, DType::Float64), dk_c = cpu_empty({B, H, Sk, D}, DType::Float64),
+                 dv_c = cpu_empty({B, H, Sk, D}, DType::Float64);
+          Tensor dq_g = gpu_poisoned({B, H, Sq, D}, dt), dk_g = gpu_poisoned({B, H, Sk, D}, dt),
+                 dv_g = gpu_poisoned({B, H, Sk, D}, dt);
+          cpu_be().attention_backward(dq_c, dk_c, dv_c, f64(go_c), f64(q_c), f64(k_c), f64(v_c), f64(o_c), f64(l_c),
+                                      causal, scale);
+          gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_in, l_in_pad, causal, scale);
+          EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+          EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
+          EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
+        }
+}
+
 TEST_F(EngineCudaOps, ArangeRotaryTablesAndArgmax) {
   Tensor a_c = cpu_empty({300}, DType::Int64), a_g = gpu_poisoned({300}, DType::Int64);
   cpu_be().arange(a_c, 5);
