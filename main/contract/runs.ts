@@ -105,7 +105,7 @@ export interface RunSummary {
 }
 
 export interface RunGroup {
-  kind: 'sweep' | 'fit';
+  kind: 'sweep' | 'fit' | 'fixes';
   id: string;
   index: number;
   param: string;
@@ -181,6 +181,30 @@ export interface SweepResult {
   sweepId: string;
   param: string;
   runs: { value: unknown; runId: string; status: RunStatus; peak_allocated: number; oom: boolean }[];
+}
+
+/** One fix for varying lengths, as run: where reserved memory went and whether it OOMed. */
+export interface FixRow {
+  fix: string;
+  label: string;
+  runId: string;
+  status: RunStatus;
+  steps: number;
+  /** Tokens the steps carry, and how many of them are padding the fix added. */
+  tokens: number;
+  padding: number;
+  peak_allocated: number;
+  peak_reserved: number;
+  reserved_end: number | null;
+  device_allocs: number | null;
+  /** The iteration that ran out of memory (0-based), else null. */
+  oom_iteration: number | null;
+}
+
+export interface FixesResult {
+  fixesId: string;
+  capacity: number;
+  rows: FixRow[];
 }
 
 export interface FitProbe {

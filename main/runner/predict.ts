@@ -3,7 +3,7 @@
 // The same engine and allocator as the run, so the numbers are the run's.
 import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { Prediction } from '../contract/runs';
-import type { Spec } from '../contract/spec';
+import { engineSpec, type Spec } from '../contract/spec';
 import { deviceTotal } from './device_total';
 
 /** The simulated twin of a device: itself for sim:*, a card of the same size for cuda:N. */
@@ -36,7 +36,7 @@ export class Predictor {
       };
       try {
         handle = this.native.startRun(
-          { kind: 'experiment', spec: { ...spec, device, history: false }, options: { sample_every: 0 } },
+          { kind: 'experiment', spec: { ...engineSpec(spec), device, history: false }, options: { sample_every: 0 } },
           () => {
             if (scheduled) return;
             scheduled = true;
