@@ -57,6 +57,7 @@ export interface SyntheticJob {
 }
 
 /** A job for startRun: the validated spec as it is, or the synthetic test job. */
+/** spec: its shapes as the explicit list (engineSpec in contract/spec.ts). */
 export type NativeJob = { kind: 'experiment'; spec: Spec; options?: NativeRunOptions } | { kind: 'synthetic'; synthetic: SyntheticJob };
 
 /** Alloc events arrive with a numeric category index (-1: unknown); the runner names it. */

@@ -1,6 +1,6 @@
 // The spec's keys for `vramlab run --help`, read off the catalogue: every family's and
 // optimizer's fields with their defaults and ranges, the spec's own fields, the presets.
-import { SPEC_FIELDS, FINETUNE_FIELDS, MODE_DEFAULTS, families, optimizers, type Field, type Fields } from '../contract/catalogue';
+import { SPEC_FIELDS, SHAPE_DRAW_FIELDS, FINETUNE_FIELDS, MODE_DEFAULTS, families, optimizers, type Field, type Fields } from '../contract/catalogue';
 import { MAX_ITERATIONS, MAX_LAYER_STEPS, MAX_SWEEP_LAYER_STEPS } from '../contract/limits';
 
 function range(f: Field): string {
@@ -35,6 +35,9 @@ export function specHelp(): string {
   lines.push(...fieldLines(FINETUNE_FIELDS, '    '));
   for (const fam of families()) if (fam.loraTargets.length) lines.push(`    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')})`);
   lines.push('  shapes           null       [{"batch": b, "seq": t}, ...]   one training iteration per entry (transformers)');
+  lines.push('                              or a draw: {"seq": {"min": a, "max": b} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed",');
+  lines.push('                              "pad_to", "order": "drawn" | "longest_first"}   lengths drawn per step from the seed');
+  lines.push(...fieldLines(SHAPE_DRAW_FIELDS, '    '));
   lines.push(`  mode defaults:   ${Object.entries(MODE_DEFAULTS).map(([m, d]) => `${m}: ${JSON.stringify(d)}`).join('; ')}`);
   lines.push('  alloc_conf       ""         PYTORCH_CUDA_ALLOC_CONF syntax');
   lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "cuda:0" (\'vramlab devices\')');

@@ -6,6 +6,7 @@
 // Kept apart from spec.ts so the spec's schema can change without touching these rules;
 // spec.ts applies them with one call (checkSpecLimits) on the completed spec.
 import { LIMITS } from './catalogue/limits';
+import { drawMaxSeq, isDraw, type Shapes } from './shapes';
 
 /** Layer passes one run may make: iterations x accum x depth (about 10 s simulated). */
 export const MAX_LAYER_STEPS = 1 << 16;
@@ -46,7 +47,7 @@ export interface SizedSpec {
   precision?: string;
   mode?: string;
   new_tokens?: number;
-  shapes?: readonly { batch: number; seq: number }[] | null;
+  shapes?: Shapes | null;
 }
 
 /** Layer passes a run makes: iterations x accum x depth; mode "generate": new_tokens x depth
@@ -73,7 +74,7 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
   const widest = Math.max(m.in ?? 0, m.hidden ?? 0, m.out ?? 0, m.dim ?? 0, m.ffn ?? 0, m.vocab ?? 0, m.seq !== undefined ? 4 * (m.dim ?? 0) : 0);
   // Rows of an activation: the batch, times the sequence for the token families (per-iteration
   // shapes may have their own batch; generation's prompt + new_tokens is at most model.seq).
-  const rows = Math.max(spec.batch * (m.seq ?? 1), ...(spec.shapes ?? []).map((s) => s.batch * s.seq));
+  const rows = Math.max(spec.batch * (m.seq ?? 1), shapeRows(spec.shapes));
   // Weights (widest^2) and activations (rows x widest), 8 bytes per element at most.
   const tensor = Math.max(widest * widest, rows * widest) * 8;
   if (!(tensor <= MAX_TENSOR_BYTES))
@@ -85,6 +86,13 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
       issues.push({ path: ['device'], message: 'sim:custom size must be from 1 MiB to 1 PiB', input: spec.device });
   }
   return issues;
+}
+
+/** The most rows (batch x seq) any iteration of the shapes has. */
+function shapeRows(s: Shapes | null | undefined): number {
+  if (!s) return 0;
+  if (isDraw(s)) return s.batch * Math.max(drawMaxSeq(s), s.pad_to);
+  return Math.max(0, ...s.map((x) => x.batch * x.seq));
 }
 
 /** Sizes as the native device parser reads them ("24GiB", "80 GB", "1048576"); NaN when unreadable. */

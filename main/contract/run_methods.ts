@@ -2,7 +2,7 @@
 // Events: `run.progress` (RunProgress, batched per frame), `run.done` (RunDone),
 // `run.error` (RunErrorEvent).
 import { z } from 'zod';
-import type { CompareRow, FitResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
+import type { CompareRow, FitResult, FixesResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
 import { SpecSchema, SWEEP_PARAMS, FIT_PARAMS, LIMITS } from './spec';
 
 const runId = z.string({ error: 'must be a run id' }).min(1).max(64);
@@ -34,6 +34,8 @@ export const runMethods = {
       values: z.array(z.unknown()).min(1).max(256),
     }),
   },
+  /** The usual fixes for varying sequence lengths, one run each (main/runner/fixes.ts); resolves when all ran. */
+  'fixes.start': { params: z.strictObject({ spec: SpecSchema }) },
   /** The largest batch (or seq, or new_tokens) that runs without OOM, by bisection; resolves when found. */
   'fit.start': {
     params: z.strictObject({
@@ -64,4 +66,5 @@ export interface RunResults {
   'runs.exportJson': ExportedFile;
   'sweep.start': SweepResult;
   'fit.start': FitResult;
+  'fixes.start': FixesResult;
 }

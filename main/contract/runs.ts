@@ -108,7 +108,7 @@ export interface RunSummary {
 }
 
 export interface RunGroup {
-  kind: 'sweep' | 'fit';
+  kind: 'sweep' | 'fit' | 'fixes';
   id: string;
   index: number;
   param: string;
@@ -192,6 +192,33 @@ export interface SweepResult {
   /** The card's total and CUDA context (DeviceInfo): each run holds peak_reserved + context. */
   total: number;
   context: number;
+}
+
+/** One fix for varying lengths, as run: where reserved memory went and whether it OOMed. */
+export interface FixRow {
+  fix: string;
+  label: string;
+  runId: string;
+  status: RunStatus;
+  steps: number;
+  /** Tokens the steps carry, and how many of them are padding the fix added. */
+  tokens: number;
+  padding: number;
+  peak_allocated: number;
+  peak_reserved: number;
+  reserved_end: number | null;
+  device_allocs: number | null;
+  /** The iteration that ran out of memory (0-based), else null. */
+  oom_iteration: number | null;
+}
+
+export interface FixesResult {
+  fixesId: string;
+  /** The spec's cap, else the card's total; the card's total and context (contract/card.ts). */
+  capacity: number;
+  total: number;
+  context: number;
+  rows: FixRow[];
 }
 
 export interface FitProbe {

@@ -19,6 +19,7 @@ import {
   OPTIMIZER_KINDS,
   OPTIMIZER_TABLE,
   SPEC_FIELDS,
+  SHAPE_DRAW_FIELDS,
   allowedText,
   familyOf,
   fillFields,
@@ -34,6 +35,7 @@ import {
   type OptimizerSpec,
 } from './catalogue';
 import { checkSpecLimits } from './limits';
+import { SHAPE_ORDERS, drawMaxSeq, isDraw, shapeCount, shapeSteps, type ShapeDraw, type ShapeStep, type Shapes } from './shapes';
 import { parseSize } from './units';
 
 export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND, DEFAULT_DEVICE } from './catalogue';
@@ -59,10 +61,7 @@ export type FinetuneInput =
   | { method: 'full' }
   | { method: 'freeze'; blocks?: number }
   | { method: 'lora'; rank?: number; alpha?: number; targets?: string[] };
-export interface ShapeStep {
-  batch: number;
-  seq: number;
-}
+export type { ShapeStep, ShapeDraw, Shapes } from './shapes';
 
 /** A validated spec: every field present, in the order the engine's reader lists them. */
 export interface Spec {
@@ -79,15 +78,19 @@ export interface Spec {
   keep_loss_graph: boolean;
   loss: FieldValue<'loss'>;
   finetune: FinetuneSpec;
-  shapes: ShapeStep[] | null;
+  shapes: Shapes | null;
   prompt: number;
   new_tokens: number;
   cache: FieldValue<'cache'>;
+  empty_cache_every: number;
   alloc_conf: string;
   device: string;
   capacity: number | null;
   history: boolean;
 }
+
+/** A draw as written: batch, steps, seed, pad_to and order may be left to their defaults. */
+export type ShapeDrawInput = Partial<Omit<ShapeDraw, 'seq'>> & { seq: ShapeDraw['seq'] };
 
 /** A spec as written by a user: every key optional; optimizer may be just its kind. */
 export type SpecInput = {
@@ -97,7 +100,7 @@ export type SpecInput = {
   checkpoint?: Checkpoint;
   optimizer?: OptimizerSpec['kind'] | OptimizerInput;
   finetune?: FinetuneInput;
-  shapes?: ShapeStep[] | null;
+  shapes?: ShapeStep[] | ShapeDrawInput | null;
   alloc_conf?: string;
   device?: string;
   capacity?: number | string | null;
@@ -167,16 +170,44 @@ const Finetune = z.discriminatedUnion(
   { error: `finetune.method must be ${orList(FINETUNE_METHODS.map((m) => m.value))}` },
 );
 
-const Shapes = z
+const D = SHAPE_DRAW_FIELDS;
+const SHAPE_LIST_ERROR = 'must be null, a list of {"batch": b, "seq": t}, or a draw {"seq": {"min", "max"} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed", "pad_to", "order"}';
+const ShapeList = z
   .array(
     z.strictObject({
       batch: zField(SPEC_FIELDS.batch),
       seq: zField({ type: 'int', min: 1, max: LIMITS.seq, default: 1, label: '', meaning: '' }),
     }),
-    { error: 'must be null or a list of {"batch": b, "seq": t}' },
+    { error: SHAPE_LIST_ERROR },
   )
   .min(1, { error: 'must list at least one {"batch", "seq"}' })
-  .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} steps` })
+  .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} steps` });
+const HistogramEntry = z.tuple([zField(D.max), z.number({ error: 'weight must be a number' }).min(0, { error: 'weight must not be negative' }).finite()], {
+  error: 'must be [length, weight]',
+});
+const SeqDrawSchema = z.union(
+  [
+    z.strictObject({ min: zField(D.min), max: zField(D.max) }).refine((r) => (r.min as number) <= (r.max as number), { error: 'min must be at most max', path: ['min'] }),
+    z.strictObject({
+      histogram: z
+        .array(HistogramEntry, { error: 'must be a list of [length, weight]' })
+        .min(1, { error: 'must list at least one [length, weight]' })
+        .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} lengths` })
+        .refine((h) => h.some(([, w]) => w > 0), { error: 'needs at least one positive weight' }),
+    }),
+  ],
+  { error: 'seq must be {"min": a, "max": b} or {"histogram": [[length, weight], ...]}' },
+);
+const ShapeDrawSchema = z.strictObject({
+  batch: zField(D.batch).optional(),
+  steps: zField(D.steps).optional(),
+  seed: zField(D.seed).optional(),
+  seq: SeqDrawSchema,
+  pad_to: zField(D.pad_to).optional(),
+  order: z.enum(SHAPE_ORDERS, { error: `must be ${SHAPE_ORDERS.map((o) => `"${o}"`).join(' or ')}` }).optional(),
+});
+const ShapesSchema = z
+  .union([ShapeList, ShapeDrawSchema], { error: SHAPE_LIST_ERROR })
   .nullable();
 
 // PYTORCH_CUDA_ALLOC_CONF keys PyTorch 2.11 accepts; values are checked by the native parser.
@@ -240,10 +271,11 @@ const SpecObject = z.strictObject({
   keep_loss_graph: zField(S.keep_loss_graph).optional(),
   loss: zField(S.loss).optional(),
   finetune: Finetune.optional(),
-  shapes: Shapes.optional(),
+  shapes: ShapesSchema.optional(),
   prompt: zField(S.prompt).optional(),
   new_tokens: zField(S.new_tokens).optional(),
   cache: zField(S.cache).optional(),
+  empty_cache_every: zField(S.empty_cache_every).optional(),
   alloc_conf: AllocConf.optional(),
   device: Device.optional(),
   capacity: Capacity.nullable().optional(),
@@ -272,11 +304,11 @@ function complete(raw: Raw): Spec {
   const pick = <K extends keyof SpecFields>(key: K): FieldValue<K> =>
     ((raw as Record<string, unknown>)[key] ?? modeDefaults[key] ?? famDefaults[key] ?? S[key].default) as FieldValue<K>;
   const model = { kind, ...fillFields(fam.fields, (raw.model ?? {}) as Record<string, unknown>) } as ModelSpec;
-  const shapes = raw.shapes ?? null;
+  const shapes = completeShapes(raw.shapes as ShapeStep[] | ShapeDrawInput | null | undefined);
   return {
     model,
     batch: pick('batch'),
-    iterations: (raw.iterations as number | undefined) ?? (shapes ? shapes.length : pick('iterations')),
+    iterations: (raw.iterations as number | undefined) ?? (shapes ? shapeCount(shapes) : pick('iterations')),
     accum: pick('accum'),
     checkpoint: (raw.checkpoint ?? 'none') as Checkpoint,
     precision: pick('precision'),
@@ -287,15 +319,35 @@ function complete(raw: Raw): Spec {
     keep_loss_graph: pick('keep_loss_graph'),
     loss: pick('loss'),
     finetune: completeFinetune(raw.finetune as FinetuneInput | undefined, model),
-    shapes: shapes as ShapeStep[] | null,
+    shapes,
     prompt: pick('prompt'),
     new_tokens: pick('new_tokens'),
     cache: pick('cache'),
+    empty_cache_every: pick('empty_cache_every'),
     alloc_conf: raw.alloc_conf ?? '',
     device: raw.device ?? DEFAULT_DEVICE,
     capacity: raw.capacity ?? null,
     history: pick('history'),
   };
+}
+
+function completeShapes(s: ShapeStep[] | ShapeDrawInput | null | undefined): Shapes | null {
+  if (!s || Array.isArray(s)) return s ?? null;
+  return {
+    batch: s.batch ?? D.batch.default,
+    steps: s.steps ?? D.steps.default,
+    seed: s.seed ?? D.seed.default,
+    seq: s.seq,
+    pad_to: s.pad_to ?? D.pad_to.default,
+    order: s.order ?? 'drawn',
+  };
+}
+
+/** The spec as the engine reads it: a draw of shapes expanded to its per-iteration list. */
+export function engineSpec(spec: Spec): Spec {
+  if (!isDraw(spec.shapes)) return spec;
+  const seq = (spec.model as { seq?: number }).seq ?? 1;
+  return { ...spec, shapes: shapeSteps(spec.shapes, seq) };
 }
 
 function completeOptimizer(o: Raw['optimizer']): OptimizerSpec {
@@ -368,17 +420,26 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
   }
 
   if (spec.shapes) {
+    const count = shapeCount(spec.shapes);
     if (!fam.transformer)
       issues.push({ path: ['shapes'], message: `per-iteration shapes apply to the transformer families (${tokenKinds.join(', ')}); use null with model.kind "${m.kind}"` });
     else if (spec.mode !== 'train') issues.push({ path: ['shapes'], message: 'per-iteration shapes apply to mode "train" only', input: spec.mode });
     else {
-      spec.shapes.forEach((s, i) => {
-        if (seq !== undefined && s.seq > seq) issues.push({ path: ['shapes', i, 'seq'], message: `must be at most model.seq (${seq})`, input: s.seq });
-      });
-      if (raw.iterations !== undefined && raw.iterations !== spec.shapes.length)
-        issues.push({ path: ['iterations'], message: `must equal the number of shapes (${spec.shapes.length}): one iteration per shape`, input: raw.iterations });
+      if (isDraw(spec.shapes)) {
+        const d = spec.shapes;
+        if (seq !== undefined && drawMaxSeq(d) > seq)
+          issues.push({ path: ['shapes', 'seq'], message: `lengths must be at most model.seq (${seq})`, input: drawMaxSeq(d) });
+        if (seq !== undefined && d.pad_to > seq) issues.push({ path: ['shapes', 'pad_to'], message: `must be at most model.seq (${seq})`, input: d.pad_to });
+      } else
+        spec.shapes.forEach((s, i) => {
+          if (seq !== undefined && s.seq > seq) issues.push({ path: ['shapes', i, 'seq'], message: `must be at most model.seq (${seq})`, input: s.seq });
+        });
+      if (raw.iterations !== undefined && raw.iterations !== count)
+        issues.push({ path: ['iterations'], message: `must equal the number of shapes (${count}): one iteration per shape`, input: raw.iterations });
     }
   }
+  if (spec.empty_cache_every > 0 && spec.mode !== 'train')
+    issues.push({ path: ['empty_cache_every'], message: 'applies to mode "train" only (0 otherwise)', input: spec.empty_cache_every });
   return issues;
 }
 

@@ -3,6 +3,7 @@
 // every optimizer's; a field the run's family or optimizer lacks is empty.
 import { checkpointLabel, type Spec } from '../contract/spec';
 import { families, fieldNames, optimizers } from '../contract/catalogue';
+import { describeShapes } from '../contract/shapes';
 
 type Cell = string | number | boolean | null;
 
@@ -33,6 +34,7 @@ export const SPEC_COLUMNS: readonly string[] = [
   'prompt',
   'new_tokens',
   'cache',
+  'empty_cache_every',
   'alloc_conf',
   'device',
   'capacity_bytes',
@@ -64,10 +66,11 @@ export function specColumns(stored: Spec): Record<string, Cell> {
     finetune_rank: ft.rank ?? null,
     finetune_alpha: ft.alpha ?? null,
     finetune_targets: ft.targets ? ft.targets.join('+') : null,
-    shapes: spec.shapes ? spec.shapes.map((s) => `${s.batch}x${s.seq}`).join(' ') : null,
+    shapes: spec.shapes ? describeShapes(spec.shapes) : null,
     prompt: spec.prompt ?? null,
     new_tokens: spec.new_tokens ?? null,
     cache: spec.cache ?? null,
+    empty_cache_every: spec.empty_cache_every ?? null,
     alloc_conf: spec.alloc_conf,
     device: spec.device,
     capacity_bytes: spec.capacity,

@@ -2,7 +2,7 @@
 // worker thread, and fans its batches out to the store (a bounded timeline: store/decimate.ts)
 // and to listeners (run.progress, batched per frame). The event loop only ever sees batches.
 import { CATEGORIES, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
-import { parseSpec, type Spec } from '../contract/spec';
+import { engineSpec, parseSpec, type Spec } from '../contract/spec';
 import type { NativeAddon, NativeEventBatch, NativeJob, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { RunStore } from '../store/store';
 import type { RunWriter } from '../store/writer';
@@ -57,8 +57,8 @@ export class RunManager {
   /** Throws (SpecError, or the native side's refusal) before anything runs. */
   async start(specInput: unknown, opts: StartOptions = {}): Promise<StartedRun> {
     const spec = parseSpec(specInput);
-    // The validated spec goes to the engine as it is; a sample every allocation feeds the chart.
-    const job: NativeJob = opts.job ?? { kind: 'experiment', spec, options: { sample_every: 1 } };
+    // The validated spec goes to the engine (a draw of shapes expanded); a sample every allocation feeds the chart.
+    const job: NativeJob = opts.job ?? { kind: 'experiment', spec: engineSpec(spec), options: { sample_every: 1 } };
     const writer = await this.store.create(spec, { name: opts.name, group: opts.group });
     const runId = writer.id;
     const tracker = new PeakTracker();

@@ -11,6 +11,7 @@ import { runJson, runsJson } from '../export/json';
 import { RunManager } from './manager';
 import { Predictor } from './predict';
 import { runSweep } from './sweep';
+import { runFixes } from './fixes';
 import { runFit } from './fit';
 import { RecordCache } from './record_cache';
 
@@ -86,6 +87,7 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     return { filename: 'vramlab-runs.json', mime: 'application/json' as const, content: runsJson(await metas(s, ids ?? [])) };
   });
   host.register('sweep.start', async ({ spec, param, values }) => runSweep(await manager(), spec, param, values));
+  host.register('fixes.start', async ({ spec }) => runFixes(await manager(), spec));
   host.register('fit.start', async ({ spec, param, max, maxBatch }) =>
     runFit(await manager(), spec, { param, max: max ?? maxBatch }),
   );

@@ -3,7 +3,7 @@
 // The same engine and allocator as the run, so the numbers are the run's.
 import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { Prediction } from '../contract/runs';
-import type { Spec } from '../contract/spec';
+import { engineSpec, type Spec } from '../contract/spec';
 import type { CardMemory } from '../contract/card';
 import { cardMemory } from './card_memory';
 
@@ -39,7 +39,7 @@ export class Predictor {
       };
       try {
         handle = this.native.startRun(
-          { kind: 'experiment', spec: { ...spec, device, history: false }, options: { sample_every: 0 } },
+          { kind: 'experiment', spec: { ...engineSpec(spec), device, history: false }, options: { sample_every: 0 } },
           () => {
             if (scheduled) return;
             scheduled = true;

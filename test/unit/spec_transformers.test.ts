@@ -25,7 +25,7 @@ describe('transformer specs', () => {
     const s = parseSpec({ model: { kind: 'llama' }, optimizer: { kind: 'sgd', momentum: 0.9 } });
     expect(Object.keys(s)).toEqual([
       'model', 'batch', 'iterations', 'accum', 'checkpoint', 'precision', 'weights', 'optimizer', 'set_to_none', 'mode',
-      'keep_loss_graph', 'loss', 'finetune', 'shapes', 'prompt', 'new_tokens', 'cache', 'alloc_conf', 'device', 'capacity', 'history',
+      'keep_loss_graph', 'loss', 'finetune', 'shapes', 'prompt', 'new_tokens', 'cache', 'empty_cache_every', 'alloc_conf', 'device', 'capacity', 'history',
     ]);
     expect(s.optimizer).toEqual({ kind: 'sgd', lr: 0.001, foreach: true, momentum: 0.9, weight_decay: 0, nesterov: false });
     expect(parseSpec({ optimizer: 'none' }).optimizer).toEqual({ kind: 'none' });

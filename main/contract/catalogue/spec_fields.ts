@@ -74,7 +74,26 @@ export const SPEC_FIELDS = {
       { value: 'static', label: 'static (preallocated)' },
     ],
   },
+  empty_cache_every: {
+    type: 'int',
+    min: 0,
+    max: LIMITS.iterations,
+    default: 0,
+    label: 'empty_cache() every',
+    meaning: 'train: torch.cuda.empty_cache() after every n-th iteration (0: never)',
+    unit: 'steps',
+  },
   history: { type: 'bool', default: false, label: 'Record allocator history', meaning: 'keep every alloc/free for the segment map and snapshot export' },
+} as const;
+
+/** A draw of per-iteration shapes (main/contract/shapes.ts): its numeric settings. */
+export const SHAPE_DRAW_FIELDS = {
+  batch: { type: 'int', min: 1, max: LIMITS.batch, default: 8, label: 'Batch size', meaning: 'sequences per step', unit: 'samples' },
+  steps: { type: 'int', min: 1, max: LIMITS.shapes, default: 200, label: 'Steps', meaning: 'training iterations, one drawn length each', unit: 'steps' },
+  seed: { type: 'int', min: 0, max: 2 ** 32 - 1, default: 0, label: 'Seed', meaning: 'the same seed draws the same lengths' },
+  pad_to: { type: 'int', min: 1, max: LIMITS.seq, default: 1, label: 'Pad to a multiple of', meaning: 'bucketed padding: each length rounded up (1: none)', unit: 'tokens' },
+  min: { type: 'int', min: 1, max: LIMITS.seq, default: 64, label: 'Shortest', meaning: 'uniform lengths from here', unit: 'tokens' },
+  max: { type: 'int', min: 1, max: LIMITS.seq, default: 1024, label: 'Longest', meaning: 'uniform lengths up to here', unit: 'tokens' },
 } as const;
 
 /** Defaults that depend on the mode: spec keys the mode sets when the user did not. */

@@ -1,6 +1,7 @@
 // mode "train": iterations (or one per spec.shapes entry) of accum micro-batches, each
 // y = model(x), loss = loss_of(y) / accum, del y, loss.backward(); then optimizer.step()
-// and zero_grad, with the readings of both protocols.
+// and zero_grad (then empty_cache() every empty_cache_every iterations), with the
+// readings of both protocols.
 #include "engine/core/grad_mode.h"
 #include "engine/experiment/modes.h"
 #include "engine/ops/ops.h"
@@ -87,6 +88,7 @@ void run_train(Measure& m, Model& model) {
     else model.zero_grad(spec.set_to_none);
     ctx.phase(false, "zero_grad", i);
     m.read(p + "after_zero_grad", m.allocated());
+    if (spec.empty_cache_every > 0 && (i + 1) % spec.empty_cache_every == 0) m.mem.empty_cache();
     ctx.phase(false, "iteration", i);
   }
   m.read("reserved_peak", m.reserved_peak());

@@ -103,6 +103,8 @@ RunSpec read_run_spec(const SpecValue& v) {
   s.prompt = int_("prompt");
   s.new_tokens = int_("new_tokens");
   s.cache = str("cache");
+  s.empty_cache_every = int_("empty_cache_every");
+  if (s.empty_cache_every < 0) throw std::invalid_argument("spec.empty_cache_every must not be negative");
   s.alloc_conf = str("alloc_conf");
   s.device = str("device");
   const SpecValue& cap = need(v, "capacity", p);
@@ -167,6 +169,7 @@ SpecValue write_run_spec(const RunSpec& s) {
   f["prompt"] = SpecValue::number(double(s.prompt));
   f["new_tokens"] = SpecValue::number(double(s.new_tokens));
   f["cache"] = SpecValue::string(s.cache);
+  f["empty_cache_every"] = SpecValue::number(double(s.empty_cache_every));
   f["alloc_conf"] = SpecValue::string(s.alloc_conf);
   f["device"] = SpecValue::string(s.device);
   f["capacity"] = s.capacity ? SpecValue::number(double(s.capacity)) : SpecValue();

@@ -61,6 +61,7 @@ struct RunSpec {
   std::vector<ShapeStep> shapes;  // empty: every iteration at (batch, model seq)
   int64_t prompt = 0, new_tokens = 0;
   std::string cache;      // dynamic | static (generate)
+  int64_t empty_cache_every = 0;  // train: torch.cuda.empty_cache() after every n-th iteration
   std::string alloc_conf;
   std::string device;
   int64_t capacity = 0;   // bytes; 0: the device's

@@ -12,6 +12,7 @@ export const api = {
   exportCsv: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportCsv', target),
   exportJson: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportJson', target),
   startSweep: (t: Transport, spec: SpecInput, param: SweepParam, values: unknown[]) => call(t, 'sweep.start', { spec, param, values }),
+  startFixes: (t: Transport, spec: SpecInput) => call(t, 'fixes.start', { spec }),
   startFit: (t: Transport, spec: SpecInput, param: FitParam = 'batch') => call(t, 'fit.start', { spec, param }),
   /** The spec simulated on its card; a newer request on the same channel cancels an older one. */
   predict: (t: Transport, spec: SpecInput, channel?: string) => call(t, 'run.predict', channel ? { spec, channel } : { spec }),

@@ -8,6 +8,7 @@ import {
   DEFAULT_OPTIMIZER_KIND,
   FINETUNE_FIELDS,
   MODE_DEFAULTS,
+  SHAPE_DRAW_FIELDS,
   SPEC_FIELDS,
   families,
   familyOf,
@@ -21,7 +22,10 @@ import {
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
 
 /** Spec fields the form edits directly, by their spec names. */
-export const FORM_SPEC_FIELDS = ['batch', 'iterations', 'accum', 'precision', 'weights', 'mode', 'loss', 'prompt', 'new_tokens', 'cache'] as const;
+export const FORM_SPEC_FIELDS = ['batch', 'iterations', 'accum', 'precision', 'weights', 'mode', 'loss', 'prompt', 'new_tokens', 'cache', 'empty_cache_every'] as const;
+/** The draw of sequence lengths (transformers, training): form name -> the draw's field. */
+export const DRAW_FIELDS = { draw_min: 'min', draw_max: 'max', draw_steps: 'steps', draw_seed: 'seed', draw_pad_to: 'pad_to' } as const;
+type DrawField = keyof typeof DRAW_FIELDS;
 type SpecField = (typeof FORM_SPEC_FIELDS)[number];
 /** Every model field of every family: their texts live side by side in the form. */
 export const MODEL_FIELD_NAMES = fieldNames(families());
@@ -39,6 +43,9 @@ export type FormState = {
   /** Empty: alpha follows the rank (2 x rank). */
   alpha: string;
   targets: string[];
+  /** Sequence lengths drawn per step instead of model.seq every step. */
+  vary: boolean;
+  draw_order: 'drawn' | 'longest_first';
   maxSplitMb: string;
   expandable: boolean;
   gcThreshold: string;
@@ -46,7 +53,7 @@ export type FormState = {
   device: string;
   capacity: string;
   history: boolean;
-} & Record<SpecField, string> & Record<string, unknown>;
+} & Record<SpecField, string> & Record<DrawField, string> & Record<string, unknown>;
 
 export type FieldName = string;
 export type FieldErrors = Partial<Record<FieldName, string>>;
@@ -92,6 +99,9 @@ export function defaultForm(): FormState {
     rank: String(FINETUNE_FIELDS.rank.default),
     alpha: '',
     targets: [],
+    vary: false,
+    ...(Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, d]) => [k, String(SHAPE_DRAW_FIELDS[d].default)])) as Record<DrawField, string>),
+    draw_order: 'drawn',
     maxSplitMb: '',
     expandable: false,
     gcThreshold: '',
@@ -116,6 +126,7 @@ export function chooseFamily(f: FormState, kind: string, preset?: Record<string,
   if (!fam.blocks) f.checkpoint = 'none';
   if (!fam.transformer) {
     f.finetune = 'full';
+    f.vary = false;
     if (f.mode === 'generate') f.mode = 'train';
   }
   f.targets = [...fam.loraDefaultTargets];
@@ -152,6 +163,10 @@ function fieldFor(path: string): FieldName | undefined {
   if (head === 'finetune') return sub === 'targets' ? 'targets' : sub === 'method' || !sub ? 'finetune' : sub;
   if (head === 'checkpoint') return 'every';
   if (head === 'alloc_conf') return 'maxSplitMb';
+  if (head === 'shapes') {
+    const name = Object.entries(DRAW_FIELDS).find(([, d]) => d === sub)?.[0];
+    return name ?? (sub === 'order' ? 'draw_order' : sub === 'seq' ? 'draw_max' : 'draw_steps');
+  }
   if ((FORM_SPEC_FIELDS as readonly string[]).includes(head) || head === 'device' || head === 'capacity') return head;
   return undefined;
 }
@@ -222,6 +237,12 @@ export function formToSpec(f: FormState): FormResult {
       spec.finetune = lora;
     }
   }
+  if (top.mode === 'train') spec.empty_cache_every = top.empty_cache_every;
+  if (fam.transformer && top.mode === 'train' && f.vary) {
+    const d = Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, name]) => [name, parse(k, SHAPE_DRAW_FIELDS[name], f[k])]));
+    spec.shapes = { batch: top.batch, steps: d.steps, seed: d.seed, seq: { min: d.min, max: d.max }, pad_to: d.pad_to, order: f.draw_order };
+    delete spec.iterations; // one iteration per drawn step
+  }
   if (top.mode === 'generate') {
     spec.prompt = top.prompt;
     spec.new_tokens = top.new_tokens;
@@ -267,6 +288,16 @@ export function specToForm(spec: SpecInput): FormState {
     // An alpha equal to 2 x rank is the default: leave it following the rank.
     if (ft.alpha !== undefined && !(ft.rank !== undefined && ft.alpha === loraAlphaDefault(ft.rank))) f.alpha = String(ft.alpha);
     if (ft.targets) f.targets = [...ft.targets];
+  }
+  const sh = spec.shapes;
+  if (sh && !Array.isArray(sh) && 'min' in sh.seq) {
+    f.vary = true;
+    f.draw_min = String(sh.seq.min);
+    f.draw_max = String(sh.seq.max);
+    for (const [k, name] of Object.entries(DRAW_FIELDS) as [DrawField, 'steps' | 'seed' | 'pad_to' | 'min' | 'max'][])
+      if (name !== 'min' && name !== 'max' && sh[name] !== undefined) f[k] = String(sh[name]);
+    if (sh.order) f.draw_order = sh.order;
+    if (sh.batch !== undefined) f.batch = String(sh.batch);
   }
   if (spec.device) f.device = spec.device;
   if (spec.capacity !== undefined && spec.capacity !== null) f.capacity = String(spec.capacity);
