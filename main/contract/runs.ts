@@ -204,8 +204,10 @@ export interface FixRow {
   /** Tokens the steps carry, and how many of them are padding the fix added. */
   tokens: number;
   padding: number;
+  /** Absolute bytes, as the card sees them (the run summary's peaks). */
   peak_allocated: number;
   peak_reserved: number;
+  /** memory_reserved() at the end over the reserved base (the protocol's reserved_end). */
   reserved_end: number | null;
   device_allocs: number | null;
   /** The iteration that ran out of memory (0-based), else null. */

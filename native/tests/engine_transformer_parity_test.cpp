@@ -96,3 +96,12 @@ TEST(engine_transformer_parity, MeasuredFinetuneWithinTolerance) {
   Counts c = check(load("test/refs/measured/h100_transformers_finetune.json")["runs"].items(), "h100_finetune", false);
   EXPECT_EQ(c.off, 0);
 }
+
+// The usual fixes for varying lengths (main/runner/fixes.ts; specs from
+// scripts/length-fix-specs.mjs) under PyTorch on an H200: a GPT-2 small and a small GPT
+// trained on drawn lengths as is, padded to buckets, longest first, packed and with
+// expandable segments. Reserved memory's creep and every segment allocation, byte for byte.
+TEST(engine_transformer_parity, MeasuredLengthFixesAreExact) {
+  Counts c = check(load("test/refs/measured/h200_length_fixes.json")["runs"].items(), "h200_length_fixes", true);
+  EXPECT_EQ(c.exact, 10);
+}

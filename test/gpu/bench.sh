@@ -21,3 +21,9 @@ echo "=== train step, transformer rows (bf16, AdamW, cross-entropy)"
 python3 bench/torch/train_step.py --transformers .gpu/refs > "$OUT/torch_transformer.json" 2>"$OUT/torch_transformer.err" || tail -5 "$OUT/torch_transformer.err"
 $P/vramlab_bench_transformer_step --device cuda:0 > "$OUT/ours_transformer.json" 2>"$OUT/ours_transformer.err" || tail -5 "$OUT/ours_transformer.err"
 python3 bench/torch/step_table.py "$OUT/ours_transformer.json" "$OUT/torch_transformer.json" | tee "$OUT/transformer_table.txt"
+echo "=== attention kernels alone (GPT-2 small layer: 8 x 12 heads x 1024 x 64, causal)"
+for a in "8 12 1024 64 bf16 1" "8 12 1024 64 f32 1" "4 16 1024 128 bf16 1"; do
+  $P/vramlab_bench_attention $a 2>&1 | tee -a "$OUT/bench_attention.txt"
+done
+echo "=== device memory outside PyTorch (the presets' context figure), fresh process"
+python3 bench/torch/context_overhead.py > "$OUT/context.json" 2>&1; cat "$OUT/context.json"

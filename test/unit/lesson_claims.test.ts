@@ -73,4 +73,13 @@ describe('lesson claims', () => {
     near(dynamic.readings.reserved_peak - fixed.readings.reserved_peak, 370 * MiB, 40 * MiB);
     expect(expandable.readings.reserved_peak).toBeLessThan(fixed.readings.reserved_peak + 16 * MiB);
   });
+
+  it('varying-lengths: drawn lengths reserve ~2.3 GiB more than the fixed longest; longest first and expandable segments undo it', async () => {
+    const [fixed, drawn, longest, expandable] = await lessonRuns('varying-lengths');
+    near(fixed.readings.reserved_peak, 7356 * MiB, 64 * MiB);
+    near(drawn.readings.reserved_peak - fixed.readings.reserved_peak, 2.3 * GiB, 0.15 * GiB);
+    expect(drawn.readings.num_device_alloc).toBe(139);
+    near(longest.readings.reserved_peak, fixed.readings.reserved_peak, 64 * MiB);
+    expect(expandable.readings.reserved_peak).toBeLessThan(fixed.readings.reserved_peak);
+  });
 });

@@ -69,7 +69,7 @@ const fixes: Command = async (args, io) => {
     io.out(`capacity ${formatBytes(result.capacity)}; the largest peak on the card: ${wholeCard(Math.max(...result.rows.map((r) => r.peak_reserved)), card)}\n`);
     io.out(
       table(
-        ['fix', 'status', 'steps', 'padding', 'peak reserved', 'reserved at end', 'segments allocated', 'OOM at step', 'run'],
+        ['fix', 'status', 'steps', 'padding', 'peak reserved (on the card)', 'reserved at end (over the base)', 'segments allocated', 'OOM at step', 'run'],
         result.rows.map((r) => [
           r.label,
           r.status,

@@ -1,10 +1,12 @@
 // Guided experiments on transformer training memory: where a GPT step's memory goes, what
-// grouped-query attention changes, and what checkpointing saves in a transformer. The
+// grouped-query attention changes, what checkpointing saves in a transformer, and why
+// varying lengths make reserved memory creep. The
 // figures in the text are the engine's (simulated H100, PyTorch 2.11's behaviour).
 import type { Lesson } from './lessons';
 
 const H100 = 'sim:h100-80gb';
 const GPT2 = { kind: 'gpt', vocab: 50257, seq: 1024, dim: 768, depth: 12, heads: 12 } as const;
+const DRAWN = { batch: 8, steps: 100, seed: 1, seq: { min: 64, max: 1024 } };
 const TINYLLAMA = { kind: 'llama', vocab: 32000, seq: 2048, dim: 2048, depth: 22, heads: 32, ffn: 5632 } as const;
 
 export function transformerLessons(): Lesson[] {
@@ -89,6 +91,41 @@ export function transformerLessons(): Lesson[] {
         options: ['GPT blocks are checkpointed differently', 'In the GPT step, saved activations are a large share of the peak; in the residual example the gradients were', 'bf16 makes checkpointing work', 'The GPT has fewer parameters'],
         answer: 1,
         explanation: 'Checkpointing trades saved activations for recomputation. It lowers the peak only when activations are what the peak is made of: long sequences, wide blocks and large batches, as in transformer training.',
+      },
+    },
+    {
+      id: 'varying-lengths',
+      title: 'Varying lengths: why reserved memory creeps, and the OOM hours in',
+      goal: 'See a training job on batches of varying length reserve more than one that always runs the longest, and what the usual fixes do about it.',
+      steps: [
+        {
+          text: 'GPT-2 small, batch 8, every step at the full 1024 tokens, bf16, AdamW. Open the readings: `reserved_peak` is about 7.2 GiB (7356 MiB).',
+          action: { kind: 'experiment', spec: { model: GPT2, batch: 8, precision: 'bf16', optimizer: 'adamw', device: H100, history: true }, label: 'Run at a fixed 1024 tokens' },
+        },
+        {
+          text: 'Now 100 steps whose lengths are drawn from 64 to 1024 (seed 1): no step is longer than before, yet reserved climbs step after step as new lengths arrive, to about 9.4 GiB (9672 MiB), 2.3 GiB more, in 139 cudaMalloc calls. Each new size needs blocks the cached segments, cut for earlier sizes, cannot serve. On a card with less to spare, this is the OOM that comes hours into a job, the first time the cache meets the wrong length.',
+          action: { kind: 'experiment', spec: { model: GPT2, batch: 8, precision: 'bf16', optimizer: 'adamw', shapes: DRAWN, device: H100, history: true }, label: 'Run 100 drawn lengths' },
+        },
+        {
+          text: 'Sort the same steps longest first: the cache is sized at step 0 for the worst case, every later step fits in it, and reserved stays at about 7.2 GiB (7374 MiB). If it does not fit, you learn at step 0, not hours in.',
+          action: { kind: 'experiment', spec: { model: GPT2, batch: 8, precision: 'bf16', optimizer: 'adamw', shapes: { ...DRAWN, order: 'longest_first' }, device: H100, history: true }, label: 'Run longest first' },
+        },
+        {
+          text: '`expandable_segments:True` keeps the drawn order and grows one mapped range per stream instead of cutting fixed segments: about 6.5 GiB (6692 MiB), below even the fixed-length run. Compare → Varying lengths runs every usual fix side by side (padding to buckets, packing, `empty_cache()` cadence too).',
+          action: { kind: 'experiment', spec: { model: GPT2, batch: 8, precision: 'bf16', optimizer: 'adamw', shapes: DRAWN, alloc_conf: 'expandable_segments:True', device: H100, history: true }, label: 'Run with expandable segments' },
+        },
+      ],
+      look: ['The reserved line over the run: flat after step 0 at a fixed length, a staircase with drawn lengths.', '`reserved_peak`, `reserved_end` and `num_device_alloc` in the readings.'],
+      check: {
+        question: 'A job trains on lengths up to 1024. Why can it reserve more than a job that always trains at 1024?',
+        options: [
+          'Shorter batches need more activations',
+          'Cached segments cut for earlier sizes cannot serve new ones, so new segments are added while the old stay reserved',
+          'The optimizer state grows with every new length',
+          'PyTorch never reuses freed memory',
+        ],
+        answer: 1,
+        explanation: 'The caching allocator keeps freed blocks in their segments and splits them for later requests. A new size that no cached block fits gets a new segment, and the old ones stay reserved; over many sizes the cache fragments. Longest-first, packing, bucketed padding and expandable segments each attack that.',
       },
     },
   ];
