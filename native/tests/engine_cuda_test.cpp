@@ -625,7 +625,8 @@ TEST_F(EngineCudaOps, GemmMatchesCpuForEveryLayoutBiasAndPrecision) {
 
 TEST_F(EngineCudaOps, LogSoftmaxAndNllLossMatchCpu) {
   for (DType dt : kFloatTypes)
-    for (Shape shape : {Shape{37, 10}, Shape{16, 3000}}) {
+    // 1001 columns: rows start off the 16-byte grid (head, 8-wide body, tail); 3000: on it.
+    for (Shape shape : {Shape{37, 10}, Shape{16, 3000}, Shape{40, 1001}}) {
       Tensor x_c = cpu_rand(shape, dt);
       Tensor ref = cpu_empty(shape, dt);
       cpu_be().log_softmax(ref, x_c);
@@ -705,12 +706,14 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 }
 
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
+  // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically.
+  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}})
   for (DType dt : {DType::Float32, DType::BFloat16}) {
-    const Shape shape{2, 19, 100};
+    const int64_t rows = shape[0] * shape[1];
     Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt), dy_c = cpu_rand(shape, dt);
     Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
-    Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({38}, DType::Float32), r_c = cpu_empty({38}, DType::Float32);
-    Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({38}, DType::Float32), r_g = gpu_poisoned({38}, DType::Float32);
+    Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({rows}, DType::Float32), r_c = cpu_empty({rows}, DType::Float32);
+    Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({rows}, DType::Float32), r_g = gpu_poisoned({rows}, DType::Float32);
     cpu_be().layer_norm(y_c, m_c, r_c, x_c, &w_c, &b_c, 1e-5);
     gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
     EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);

@@ -25,30 +25,86 @@ __device__ __forceinline__ float at(const Mat2& m, int64_t r, int64_t c) {
   return load_f(m.ptr, m.dtype, r * m.s0 + c * m.s1);
 }
 
+// Visits row elements [0, n) of row-contiguous tensors sharing the row start `base` (a
+// flat element index): f1(c) one column at a time, f8(c) eight aligned columns with one
+// 16-byte load per tensor. Large-vocabulary rows (50257 logits) are bandwidth-bound, and
+// scalar 2-byte loads leave most of it unused.
+__device__ __forceinline__ bool vec_dtype(int dt) { return dt == kF32 || dt == kF16 || dt == kBF16; }
+
+template <class F1, class F8>
+__device__ __forceinline__ void walk_row(int64_t base, int64_t n, int lane, bool vec, F1 f1, F8 f8) {
+  if (!vec) {
+    for (int64_t c = lane; c < n; c += 32) f1(c);
+    return;
+  }
+  const int64_t head = min(n, (8 - base % 8) % 8);
+  const int64_t body_end = head + (n - head) / 8 * 8;
+  if (lane < head) f1(lane);
+  for (int64_t c = head + 8 * lane; c < body_end; c += 256) f8(c);
+  for (int64_t c = body_end + lane; c < n; c += 32) f1(c);
+}
+
 __global__ void __launch_bounds__(256) log_softmax_rows(Mat2 out, Mat2 in) {
   const int64_t row = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= in.rows) return;
   const int lane = threadIdx.x & 31;
+  const bool vec = in.s1 == 1 && out.s1 == 1 && in.s0 == out.s0 && vec_dtype(in.dtype) && vec_dtype(out.dtype);
+  const int64_t base = row * in.s0;
   float mx = -INFINITY;
-  for (int64_t c = lane; c < in.cols; c += 32) mx = fmaxf(mx, at(in, row, c));
+  walk_row(base, in.cols, lane, vec, [&](int64_t c) { mx = fmaxf(mx, at(in, row, c)); }, [&](int64_t c) {
+    float v[8];
+    load8(in.ptr, in.dtype, base + c, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) mx = fmaxf(mx, v[k]);
+  });
   mx = warp_max(mx);
   float s = 0.f;
-  for (int64_t c = lane; c < in.cols; c += 32) s += expf(at(in, row, c) - mx);
+  walk_row(base, in.cols, lane, vec, [&](int64_t c) { s += expf(at(in, row, c) - mx); }, [&](int64_t c) {
+    float v[8];
+    load8(in.ptr, in.dtype, base + c, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) s += expf(v[k] - mx);
+  });
   s = warp_sum(s);
   const float lse = mx + logf(s);
-  for (int64_t c = lane; c < in.cols; c += 32)
-    store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(in, row, c) - lse);
+  walk_row(base, in.cols, lane, vec,
+           [&](int64_t c) { store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(in, row, c) - lse); },
+           [&](int64_t c) {
+             float v[8];
+             load8(in.ptr, in.dtype, base + c, v);
+#pragma unroll
+             for (int k = 0; k < 8; ++k) v[k] -= lse;
+             store8(out.ptr, out.dtype, base + c, v);
+           });
 }
 
 __global__ void __launch_bounds__(256) log_softmax_backward_rows(Mat2 out, Mat2 grad, Mat2 result) {
   const int64_t row = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
   if (row >= result.rows) return;
   const int lane = threadIdx.x & 31;
+  const bool vec = out.s1 == 1 && grad.s1 == 1 && result.s1 == 1 && out.s0 == grad.s0 && grad.s0 == result.s0 &&
+                   vec_dtype(out.dtype) && vec_dtype(grad.dtype) && vec_dtype(result.dtype);
+  const int64_t base = row * result.s0;
   float gs = 0.f;
-  for (int64_t c = lane; c < result.cols; c += 32) gs += at(grad, row, c);
+  walk_row(base, result.cols, lane, vec, [&](int64_t c) { gs += at(grad, row, c); }, [&](int64_t c) {
+    float g[8];
+    load8(grad.ptr, grad.dtype, base + c, g);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) gs += g[k];
+  });
   gs = warp_sum(gs);
-  for (int64_t c = lane; c < result.cols; c += 32)
-    store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(grad, row, c) - expf(at(result, row, c)) * gs);
+  walk_row(base, result.cols, lane, vec,
+           [&](int64_t c) {
+             store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(grad, row, c) - expf(at(result, row, c)) * gs);
+           },
+           [&](int64_t c) {
+             float g[8], r[8];
+             load8(grad.ptr, grad.dtype, base + c, g);
+             load8(result.ptr, result.dtype, base + c, r);
+#pragma unroll
+             for (int k = 0; k < 8; ++k) g[k] -= expf(r[k]) * gs;
+             store8(out.ptr, out.dtype, base + c, g);
+           });
 }
 
 __global__ void __launch_bounds__(512) nll_forward(void* out, void* tw, int32_t dt, Mat2 logp, const long long* target,

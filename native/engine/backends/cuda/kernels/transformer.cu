@@ -113,13 +113,19 @@ __global__ void layer_norm_dx_kernel(Mat2 dx, Mat2 dy, Mat2 x, const float* mean
 // each summing every 16th row (reads coalesced along the columns), then added up in
 // shared memory; no scratch memory, so nothing the allocator would see.
 constexpr int kDwdbRowsPerBlock = 16;
-__global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const float* mean, const float* rstd) {
+// Column sums over the rows: 32 columns per block, kDwdbRowsPerBlock warps down the rows.
+// With fp32 outputs the rows are also split over gridDim.y chunks whose sums are added
+// atomically into the zeroed outputs: GPT-2's 768 columns alone make only 24 blocks, too
+// few for the card. Half-precision outputs keep one chunk (no atomics on them here).
+__global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const float* mean, const float* rstd,
+                                       int64_t rows_per_chunk) {
   __shared__ float sw_s[kDwdbRowsPerBlock][33], sb_s[kDwdbRowsPerBlock][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t c = int64_t(blockIdx.x) * 32 + tx;
+  const int64_t r0 = int64_t(blockIdx.y) * rows_per_chunk, r1 = min(x.rows, r0 + rows_per_chunk);
   float sw = 0, sb = 0;
   if (c < x.cols)
-    for (int64_t r = ty; r < x.rows; r += kDwdbRowsPerBlock) {
+    for (int64_t r = r0 + ty; r < r1; r += kDwdbRowsPerBlock) {
       const float g = load_f(dy.ptr, dy.dtype, r * dy.s0 + c * dy.s1);
       sw += g * (load_f(x.ptr, x.dtype, r * x.s0 + c * x.s1) - mean[r]) * rstd[r];
       sb += g;
@@ -131,6 +137,11 @@ __global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const fl
   for (int k = 1; k < kDwdbRowsPerBlock; ++k) {
     sw += sw_s[k][tx];
     sb += sb_s[k][tx];
+  }
+  if (gridDim.y > 1) {
+    if (dw.ptr) atomicAdd(static_cast<float*>(const_cast<void*>(dw.ptr)) + c, sw);
+    if (db.ptr) atomicAdd(static_cast<float*>(const_cast<void*>(db.ptr)) + c, sb);
+    return;
   }
   if (dw.ptr) store_f(const_cast<void*>(dw.ptr), dw.dtype, c, sw);
   if (db.ptr) store_f(const_cast<void*>(db.ptr), db.dtype, c, sb);
@@ -335,8 +346,18 @@ void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, 
     check_launch("layer_norm_backward (dx)");
   }
   if (dw.ptr || db.ptr) {
-    layer_norm_dwdb_kernel<<<unsigned((x.cols + 31) / 32), dim3(32, kDwdbRowsPerBlock), 0, stream>>>(dw, db, dy, x,
-                                                                                                  mean, rstd);
+    // Enough chunks for a few blocks per SM, each at least 256 rows deep.
+    const bool fp32_out = (!dw.ptr || dw.dtype == kF32) && (!db.ptr || db.dtype == kF32);
+    const int64_t col_blocks = (x.cols + 31) / 32;
+    const int64_t chunks = fp32_out ? std::max<int64_t>(1, std::min<int64_t>((x.rows + 255) / 256, (512 + col_blocks - 1) / col_blocks)) : 1;
+    const int64_t rows_per_chunk = (x.rows + chunks - 1) / chunks;
+    if (chunks > 1) {
+      if (dw.ptr) cudaMemsetAsync(const_cast<void*>(dw.ptr), 0, size_t(x.cols) * 4, stream);
+      if (db.ptr) cudaMemsetAsync(const_cast<void*>(db.ptr), 0, size_t(x.cols) * 4, stream);
+      check_launch("layer_norm_backward (zero dweight, dbias)");
+    }
+    layer_norm_dwdb_kernel<<<dim3(unsigned(col_blocks), unsigned(chunks)), dim3(32, kDwdbRowsPerBlock), 0, stream>>>(
+        dw, db, dy, x, mean, rstd, rows_per_chunk);
     check_launch("layer_norm_backward (dweight, dbias)");
   }
 }
