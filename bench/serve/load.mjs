@@ -80,6 +80,8 @@ let peakRss = rss();
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, rss())), 50);
 
 const counts = { ok: 0, busy: 0, error: 0, refused: 0, closed: 0 };
+/** Replies each well-behaved client got: none may starve behind the slow and greedy ones. */
+const normalOk = [];
 let requests = 0;
 const deadline = Date.now() + SECONDS * 1000;
 
@@ -131,7 +133,12 @@ async function normalClient(i) {
   const call = caller(ws);
   // Mostly light calls, and every 16th a whole run (the largest a spec may make, ~8 MB).
   const mix = [...Array(5).fill(['devices.list']), ...Array(5).fill(['runs.list']), ...Array(5).fill(['app.info']), ['runs.get', { id: largest }]];
-  for (let k = i; Date.now() < deadline && ws.readyState === ws.OPEN; k++) tally(await call(...mix[k % mix.length]));
+  normalOk[i] = 0;
+  for (let k = i; Date.now() < deadline && ws.readyState === ws.OPEN; k++) {
+    const r = await call(...mix[k % mix.length]);
+    tally(r);
+    if (r.ok) normalOk[i]++;
+  }
   ws.close();
 }
 
@@ -199,6 +206,7 @@ const report = {
   requests,
   requestsPerSecond: Math.round(requests / elapsed),
   replies: counts,
+  normalClientOk: normalOk,
   peakRssMB: Math.round(peakRss / 2 ** 20),
   hugeRun: { samplesOnDisk: HUGE, chunkMB: Math.round(hugeBytes / 2 ** 20), replySamples: hugeReply.result?.timeline?.length ?? null, replyMs: hugeMs, ok: hugeReply.ok },
   serveUpAfter: last,

