@@ -277,7 +277,8 @@ Timing time_gpu(Session& s, int steps, int warmup, bool phases) {
 #endif
 
 Timing time_steps(const std::string& device_id, const Workload& w, const std::string& prec,
-                  const std::string& variant, int steps, int warmup, bool phases, bool memcheck) {
+                  const std::string& variant, int steps, int warmup,
+                  [[maybe_unused]] bool phases, bool memcheck) {  // phases: CUDA builds only
   Timing t;
   std::vector<std::pair<int64_t, int64_t>> readings;
   std::string twin;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "allocator/block.h"
+#include "allocator/debug_assert.h"
 
 namespace vramlab::alloc {
 
@@ -146,8 +147,10 @@ struct BlockPool {
   int64_t get_free_blocks_call_count = 0;  // garbage-collection age clock
 
   void insert_into_blocks(Block* b) {
+    VRAMLAB_DEBUG_ASSERT(!b->allocated && b->mapped && b->pool == this, "caching a block that is not free here");
     b->gc_count_base = get_free_blocks_call_count;
-    blocks.insert(b);
+    [[maybe_unused]] const bool inserted = blocks.insert(b);
+    VRAMLAB_DEBUG_ASSERT(inserted, "caching a block twice");
   }
 };
 
@@ -158,9 +161,14 @@ class PtrMap {
   size_t size() const { return count_; }
 
   void insert(uintptr_t key, Block* b) {
+    VRAMLAB_DEBUG_ASSERT(key != 0, "address 0 marks an empty slot");
     if ((count_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
     size_t i = index(key);
-    while (slots_[i].key != 0) i = (i + 1) & mask_;
+    while (slots_[i].key != 0) {
+      // The probe run holds every entry that could share this key, so the check is free.
+      VRAMLAB_DEBUG_ASSERT(slots_[i].key != key, "address already in the allocated map (handed out twice)");
+      i = (i + 1) & mask_;
+    }
     slots_[i] = {key, b};
     ++count_;
   }

@@ -139,6 +139,9 @@ bool CachingAllocator::get_free_block(AllocParams& p) {
   // ...and serve oversize requests only within max_non_split_rounding_size.
   if (p.size() >= max_split && (*it)->size >= p.size() + settings_.max_non_split_rounding_size) return false;
   p.block = *it;
+  VRAMLAB_DEBUG_ASSERT(!p.block->allocated && p.block->mapped, "a cached block is free and mapped");
+  VRAMLAB_DEBUG_ASSERT(p.block->size >= p.size() && p.block->stream == p.stream() && p.block->pool == &pool,
+                       "best fit returned a block too small or of another stream or pool");
   pool.blocks.erase(it);
   return true;
 }
@@ -269,6 +272,9 @@ void CachingAllocator::release_blocks(BlockPool& pool) {
 }
 
 void CachingAllocator::release_block(Block* b) {
+  VRAMLAB_DEBUG_ASSERT(!b->allocated && !b->is_split() && !b->expandable,
+                       "only whole, free, plain segments are released");
+  VRAMLAB_DEBUG_ASSERT(total_allocated_memory_ >= b->size, "reserved memory would go negative");
   stats_.num_device_free++;
   record(TraceAction::kSegmentFree, b->ptr, b->size, b->size, b->stream, b->segment_context);
   device_->free(b->ptr, b->size);
@@ -283,6 +289,10 @@ void CachingAllocator::release_block(Block* b) {
 void CachingAllocator::unmap_block(Block* b) {
   SegmentRange unmapped = b->expandable->unmap({b->ptr, b->size});
   if (unmapped.size == 0) return;
+  VRAMLAB_DEBUG_ASSERT(!b->allocated && b->mapped, "only free mapped blocks are unmapped");
+  VRAMLAB_DEBUG_ASSERT(unmapped.ptr >= b->ptr && unmapped.ptr + unmapped.size <= b->ptr + b->size,
+                       "unmapped pages lie outside the block");
+  VRAMLAB_DEBUG_ASSERT(total_allocated_memory_ >= unmapped.size, "reserved memory would go negative");
   BlockPool& pool = *b->pool;
   pool.blocks.erase(b);
 
@@ -326,8 +336,12 @@ void CachingAllocator::release_expandable_segment(Block* b) {
 Block* CachingAllocator::alloc_found_block(AllocParams& p, size_t orig_size, ContextId ctx, bool split) {
   BlockPool* pool = p.pool;
   Block* block = p.block;
+  VRAMLAB_DEBUG_ASSERT(!block->allocated && block->mapped && block->pool == pool,
+                       "handing out a block not free in this pool");
+  VRAMLAB_DEBUG_ASSERT(block->size >= p.size(), "handing out a block smaller than the request");
   const bool already_split = block->is_split();
   if (split) {
+    VRAMLAB_DEBUG_ASSERT(block->size > p.size(), "a split leaves an empty remainder");
     Block* remaining = block;
     block = new_block(p.stream(), p.size(), pool, remaining->ptr);
     block->expandable = remaining->expandable;
@@ -337,6 +351,8 @@ Block* CachingAllocator::alloc_found_block(AllocParams& p, size_t orig_size, Con
     remaining->prev = block;
     remaining->ptr += p.size();
     remaining->size -= p.size();
+    VRAMLAB_DEBUG_ASSERT(!remaining->next || remaining->ptr + remaining->size == remaining->next->ptr,
+                         "a split remainder runs past its segment");
     if (remaining->segment_context && !block->prev) {  // the head keeps the segment's context
       block->segment_context = remaining->segment_context;
       remaining->segment_context = 0;
@@ -375,6 +391,9 @@ void CachingAllocator::free(uintptr_t ptr) {
   std::lock_guard<std::mutex> lock(mu_);
   Block* b = allocated_.erase(ptr);
   if (!b) throw std::invalid_argument("free of an address this allocator did not hand out (or already freed)");
+  VRAMLAB_DEBUG_ASSERT(b->allocated && b->ptr == ptr, "the allocated map holds a block that is not handed out");
+  VRAMLAB_DEBUG_ASSERT(b->pool == &small_blocks_ || b->pool == &large_blocks_,
+                       "a freed block belongs to no pool of ours");
   host_ns_ += host_op_ns_;
   b->allocated = false;
   stat_down(stats_.allocation, *b->pool, 1);
@@ -416,6 +435,13 @@ void CachingAllocator::free_block(Block* b) {
 
 size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
   if (!src || src->allocated || dst->mapped != src->mapped) return 0;
+  VRAMLAB_DEBUG_ASSERT(!dst->allocated, "merging into an allocated block");
+  VRAMLAB_DEBUG_ASSERT(src->stream == dst->stream && src->pool == &pool && dst->pool == &pool &&
+                           src->expandable == dst->expandable,
+                       "merging blocks of different streams, pools or segments");
+  VRAMLAB_DEBUG_ASSERT(dst->prev == src ? src->ptr + src->size == dst->ptr
+                                        : dst->next == src && dst->ptr + dst->size == src->ptr,
+                       "merging blocks that are not neighbours");
   if (dst->prev == src) {  // [src dst]
     dst->ptr = src->ptr;
     dst->prev = src->prev;
@@ -466,6 +492,8 @@ Block* CachingAllocator::find_expandable_block(StreamId stream, BlockPool* pool,
 bool CachingAllocator::map_block(Block* to_map, size_t size, ContextId ctx) {
   SegmentRange mapped = to_map->expandable->map({to_map->ptr, size});
   if (mapped.size == 0) return false;
+  VRAMLAB_DEBUG_ASSERT(!to_map->mapped && mapped.ptr == to_map->ptr && mapped.size <= to_map->size,
+                       "mapped pages lie outside the unmapped range");
   BlockPool& pool = *to_map->pool;
   pool.unmapped.erase(to_map);
   to_map->mapped = true;
@@ -496,6 +524,7 @@ Block* CachingAllocator::try_allocate_expandable_block(StreamId stream, BlockPoo
   while (candidate->size < size) {
     size_t remaining = size - candidate->size;
     Block* next = candidate->next;
+    VRAMLAB_DEBUG_ASSERT(next && !next->allocated, "find_expandable_block promised room it does not have");
     if (!map_block(next, std::min(remaining, next->size), ctx)) return nullptr;
     candidate = next;
   }

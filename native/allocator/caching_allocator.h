@@ -15,6 +15,7 @@
 
 #include "allocator/block_pool.h"
 #include "allocator/constants.h"
+#include "allocator/debug_assert.h"
 #include "allocator/expandable_segment.h"
 #include "allocator/history.h"
 #include "allocator/settings.h"
@@ -169,6 +170,10 @@ class CachingAllocator {
     a[pool_index(p)].increase(n);
   }
   void stat_down(StatArray& a, const BlockPool& p, int64_t n) {
+    // Not in Stat::decrease: the oversize counters may go negative, as in c10, when
+    // max_split_size changes while oversize blocks are live.
+    VRAMLAB_DEBUG_ASSERT(n >= 0 && a[kAggregate].current >= n && a[pool_index(p)].current >= n,
+                         "an allocator statistic would go negative");
     a[kAggregate].decrease(n);
     a[pool_index(p)].decrease(n);
   }

@@ -138,7 +138,7 @@ AllocatorSettings AllocatorSettings::parse(const std::string& conf) {
   // large_segment_size_mb first: it bounds max_split_size_mb and max_non_split_rounding_mb.
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == "large_segment_size_mb") {
-      p.expect(++i, ":", p[i - 1]);
+      p.expect(++i, ":", "large_segment_size_mb");  // not p[i - 1]: argument order is unspecified
       size_t mb = p.to_size(++i, "large_segment_size_mb");
       if (mb <= kMinLargeAlloc / kMB)
         p.fail("large_segment_size_mb", "must be > " + std::to_string(kMinLargeAlloc / kMB) + " MB");

@@ -112,7 +112,9 @@ TEST(SimDevice, AdoptedSegmentsKeepTheirAddressesBesideTheDriverLayout) {
   EXPECT_EQ(d.used_bytes(), 510 * MiB);
   for (const auto& [va, bytes] : d.live_allocations())
     for (const auto& [vb, bb] : d.live_allocations())
-      if (va < vb) EXPECT_LE(va + bytes, vb) << "overlapping ranges";
+      if (va < vb) {
+        EXPECT_LE(va + bytes, vb) << "overlapping ranges";  // braces: EXPECT_* hides an if/else
+      }
 }
 
 TEST(SimDevice, OomReportNamesThisProcess) {

@@ -6,7 +6,9 @@ namespace vramlab::engine {
 
 namespace {
 
-const SpecValue& need(const SpecValue& o, const std::string& key, const std::string& path) {
+// key is a const char*: a std::string temporary in the call would make GCC 13's
+// -Wdangling-reference flag `const SpecValue& x = need(...)`, though x refers into o.
+const SpecValue& need(const SpecValue& o, const char* key, const std::string& path) {
   const SpecValue* v = o.find(key);
   if (!v) throw std::invalid_argument(path + "." + key + " is missing");
   return *v;
@@ -58,14 +60,14 @@ FinetuneSpec read_finetune(const SpecValue& v) {
 
 }  // namespace
 
-int64_t KindArgs::i(const std::string& key) const { return need(args, key, path).as_int(path + "." + key); }
-double KindArgs::f(const std::string& key) const { return need(args, key, path).as_number(path + "." + key); }
-bool KindArgs::b(const std::string& key) const { return need(args, key, path).as_bool(path + "." + key); }
+int64_t KindArgs::i(const std::string& key) const { return need(args, key.c_str(), path).as_int(path + "." + key); }
+double KindArgs::f(const std::string& key) const { return need(args, key.c_str(), path).as_number(path + "." + key); }
+bool KindArgs::b(const std::string& key) const { return need(args, key.c_str(), path).as_bool(path + "." + key); }
 const std::string& KindArgs::s(const std::string& key) const {
-  return need(args, key, path).as_string(path + "." + key);
+  return need(args, key.c_str(), path).as_string(path + "." + key);
 }
 std::vector<std::string> KindArgs::strings(const std::string& key) const {
-  const SpecValue& a = need(args, key, path);
+  const SpecValue& a = need(args, key.c_str(), path);
   if (a.kind() != SpecValue::Kind::Array) throw std::invalid_argument(path + "." + key + " must be an array");
   std::vector<std::string> out;
   for (auto& v : a.items()) out.push_back(v.as_string(path + "." + key));
