@@ -105,3 +105,15 @@ TEST(engine_transformer_parity, MeasuredLengthFixesAreExact) {
   Counts c = check(load("test/refs/measured/h200_length_fixes.json")["runs"].items(), "h200_length_fixes", true);
   EXPECT_EQ(c.exact, 10);
 }
+
+// More of the same, measured widely: a Llama on a length histogram, an fp32 GPT (the
+// memory-efficient attention backend) with every block checkpointed, a GPT already padded
+// to 64 tokens with SGD, each under every fix; and the empty_cache() cadence for all five
+// specs (bench/torch/protocol_fixes.py adds it to the reference protocol). Every run
+// without empty_cache() is exact; three of the five cadence runs are within tolerance
+// (addresses the driver reuses after cudaFree: docs/parity.md).
+TEST(engine_transformer_parity, MeasuredLengthFixesWidely) {
+  Counts c = check(load("test/refs/measured/h200_length_fixes_more.json")["runs"].items(), "h200_length_fixes_more", false);
+  EXPECT_EQ(c.off, 0);
+  EXPECT_GE(c.exact, 17);
+}
