@@ -77,6 +77,25 @@ describe('vramlab with transformer specs', () => {
     expect(bad.err).toMatch(/seq applies to the transformer families; model.kind is "mlp"/);
   }, 120_000);
 
+  it('fit --param new_tokens finds the longest generation that fits, and sweeps it', async () => {
+    // A dynamic cache grows by torch.cat each step; batch 64 x (prompt + new tokens) under 256 MiB.
+    const gen = { model: { ...SMALL_GPT, seq: 1024 }, batch: 64, mode: 'generate', prompt: 64, cache: 'dynamic', capacity: '256MiB' };
+    const { code, out } = await cli(['fit', specFile(gen), '--param', 'new_tokens', '--max', '900', '--json', '-q']);
+    expect(code).toBe(0);
+    const f = JSON.parse(out);
+    expect(f.param).toBe('new_tokens');
+    const ok = f.probes.filter((p: { ok: boolean }) => p.ok).map((p: { value: number }) => p.value);
+    const no = f.probes.filter((p: { ok: boolean }) => !p.ok).map((p: { value: number }) => p.value);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(no.length).toBeGreaterThan(0);
+    expect(f.value).toBe(Math.max(...ok));
+    expect(f.value).toBeGreaterThan(64);
+    expect(Math.min(...no)).toBe(f.value + 1);
+    const sweep = JSON.parse((await cli(['sweep', specFile({ ...gen, capacity: null }), '--param', 'new_tokens', '--values', '16,64', '--json', '-q'])).out);
+    const peaks = sweep.runs.map((r: { readings: Record<string, number> }) => r.readings.peak_decode);
+    expect(peaks[1]).toBeGreaterThan(peaks[0]); // the cache grows with the tokens generated
+  }, 120_000);
+
   it('sweeps seq and the LoRA rank: memory grows with each', async () => {
     const base = specFile({ model: SMALL_GPT, batch: 4 });
     const seq = JSON.parse((await cli(['sweep', base, '--param', 'seq', '--values', '64,128,256', '--json', '-q'])).out);
