@@ -59,6 +59,26 @@ export async function openManager(): Promise<RunManager> {
   return new RunManager(loadAddon(), store);
 }
 
+/** Runs one run after another (sweep, fit, fixes) until done or Ctrl-C: Ctrl-C cancels the
+ *  run in flight and the signal stops the next one from starting. */
+export async function untilInterrupted<T>(
+  manager: RunManager,
+  work: (signal: { cancelled: boolean }, started: (runId: string) => void) => Promise<T>,
+): Promise<{ result: T; cancelled: boolean }> {
+  const signal = { cancelled: false };
+  let current: string | null = null;
+  const onSigint = () => {
+    signal.cancelled = true;
+    if (current) manager.cancel(current);
+  };
+  process.once('SIGINT', onSigint);
+  try {
+    return { result: await work(signal, (id) => (current = id)), cancelled: signal.cancelled };
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+}
+
 /** A progress line at most once a second, only once the run has gone on for a second. */
 export function progressPrinter(io: CliIO, label: string, quiet: boolean): (t: PeakTracker) => void {
   const start = Date.now();

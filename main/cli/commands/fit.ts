@@ -3,7 +3,7 @@ import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { FIT_PARAMS, type FitParam } from '../../contract/spec';
-import { loadSpecFile, openManager } from '../support';
+import { loadSpecFile, openManager, untilInterrupted } from '../support';
 import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
 import { wholeCard } from '../../contract/card';
 
@@ -52,42 +52,36 @@ const fit: Command = async (args, io) => {
   if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= limit))
     throw new UsageError(`--max must be an integer from 1 to ${limit} (got ${values.max})`);
   const manager = await openManager();
-  const signal = { cancelled: false };
-  let current: string | null = null;
-  const onSigint = () => {
-    signal.cancelled = true;
-    if (current) manager.cancel(current);
-  };
-  process.once('SIGINT', onSigint);
+  let result;
   try {
-    const result = await runFit(manager, input, {
-      param,
-      max,
-      signal,
-      onRunStarted: (r) => (current = r.runId),
-      onProbe: (p) => {
-        if (!values.quiet) io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
-      },
-    });
-    if (values.json) io.out(JSON.stringify(result) + '\n');
-    else {
-      io.out(table([param, 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.value), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
-      const where = spec.capacity !== null ? `under the ${formatBytes(result.capacity)} cap on ${spec.device}` : `on ${spec.device}`;
-      io.out(`\nlargest ${param} that fits ${where}: ${result.value}\n`);
-      const best = result.probes.find((p) => p.ok && p.value === result.value);
-      if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
-      if (result.context > 0) io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
-    }
-    return 0;
+    ({ result } = await untilInterrupted(manager, (signal, started) =>
+      runFit(manager, input, {
+        param,
+        max,
+        signal,
+        onRunStarted: (r) => started(r.runId),
+        onProbe: (p) => {
+          if (!values.quiet) io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
+        },
+      }),
+    ));
   } catch (err) {
     if (err instanceof FitCancelled) {
       io.err('fit cancelled\n');
       return 130;
     }
     throw err;
-  } finally {
-    process.removeListener('SIGINT', onSigint);
   }
+  if (values.json) io.out(JSON.stringify(result) + '\n');
+  else {
+    io.out(table([param, 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.value), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
+    const where = spec.capacity !== null ? `under the ${formatBytes(result.capacity)} cap on ${spec.device}` : `on ${spec.device}`;
+    io.out(`\nlargest ${param} that fits ${where}: ${result.value}\n`);
+    const best = result.probes.find((p) => p.ok && p.value === result.value);
+    if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
+    if (result.context > 0) io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
+  }
+  return 0;
 };
 
 export default fit;

@@ -3,7 +3,7 @@
 import { parse } from '../args';
 import type { Command } from '../io';
 import { formatBytes, table } from '../format';
-import { openManager, readSpecFile, specUsage } from '../support';
+import { openManager, readSpecFile, specUsage, untilInterrupted } from '../support';
 import { lengthFixSpecs, runFixes } from '../../runner/fixes';
 import { wholeCard } from '../../contract/card';
 
@@ -44,25 +44,15 @@ const fixes: Command = async (args, io) => {
     specUsage(err);
   }
   const manager = await openManager();
-  const signal = { cancelled: false };
-  let current: string | null = null;
-  const onSigint = () => {
-    signal.cancelled = true;
-    if (current) manager.cancel(current);
-  };
-  process.once('SIGINT', onSigint);
-  let result;
-  try {
-    result = await runFixes(manager, base, {
+  const { result, cancelled } = await untilInterrupted(manager, (signal, started) =>
+    runFixes(manager, base, {
       signal,
       onRunStarted: (run, i) => {
-        current = run.runId;
+        started(run.runId);
         if (!values.quiet) io.err(`fix: ${variants![i].fix.label}  (${i + 1}/${variants!.length})\n`);
       },
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-  }
+    }),
+  );
   if (values.json) io.out(JSON.stringify(result) + '\n');
   else {
     const card = { total: result.total, context: result.context };
@@ -84,7 +74,7 @@ const fixes: Command = async (args, io) => {
       ),
     );
   }
-  return result.rows.some((r) => r.status === 'error') ? 1 : signal.cancelled ? 130 : 0;
+  return result.rows.some((r) => r.status === 'error') ? 1 : cancelled ? 130 : 0;
 };
 
 export default fixes;

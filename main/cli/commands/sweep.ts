@@ -4,7 +4,7 @@ import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { SWEEP_PARAMS } from '../../contract/spec';
-import { openManager, readSpecFile, specUsage } from '../support';
+import { openManager, readSpecFile, specUsage, untilInterrupted } from '../support';
 import { checkSweep, runSweep } from '../../runner/sweep';
 import { summaryCsv } from '../../export/summary_csv';
 
@@ -71,25 +71,15 @@ const sweep: Command = async (args, io) => {
     specUsage(err);
   }
   const manager = await openManager();
-  const signal = { cancelled: false };
-  let current: string | null = null;
-  const onSigint = () => {
-    signal.cancelled = true;
-    if (current) manager.cancel(current);
-  };
-  process.once('SIGINT', onSigint);
-  let result;
-  try {
-    result = await runSweep(manager, base, values.param, list, {
+  const { result, cancelled } = await untilInterrupted(manager, (signal, started) =>
+    runSweep(manager, base, values.param!, list, {
       signal,
       onRunStarted: (run, i) => {
-        current = run.runId;
+        started(run.runId);
         if (!values.quiet) io.err(`sweep ${values.param}=${JSON.stringify(list[i])}  (${i + 1}/${list.length})\n`);
       },
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-  }
+    }),
+  );
   const metas = await Promise.all(result.runs.map((r) => manager.store.meta(r.runId)));
   if (values.csv) writeFileSync(values.csv, summaryCsv(metas));
   if (values.json) io.out(JSON.stringify({ ...result, runs: result.runs.map((r, i) => ({ ...r, readings: metas[i].summary?.readings ?? {}, oom: metas[i].summary?.oom ?? null })) }) + '\n');
@@ -107,7 +97,7 @@ const sweep: Command = async (args, io) => {
         ]),
       ) + `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
     );
-  return result.runs.some((r) => r.status === 'error') ? 1 : signal.cancelled ? 130 : 0;
+  return result.runs.some((r) => r.status === 'error') ? 1 : cancelled ? 130 : 0;
 };
 
 export default sweep;
