@@ -17,7 +17,9 @@ const build = path.join(root, 'build-bench');
 run('cmake', ['-S', '.', '-B', build, '-DCMAKE_BUILD_TYPE=Release', '-DVRAMLAB_TESTS=ON', '-DVRAMLAB_ADDON=OFF'], { stdio: 'ignore' });
 run('cmake', ['--build', build, '-j', '2']);
 
-const benches = readdirSync(build).filter((f) => f.startsWith('vramlab_bench_')).sort();
+const benches = readdirSync(build)
+  .filter((f) => f.startsWith('vramlab_bench_'))
+  .sort();
 for (const b of benches) {
   if (!wanted(b)) continue;
   console.log(`\n== ${b}`);

@@ -26,7 +26,10 @@ export const ALLOWED = {
 
 /** The layer a repository path belongs to, or null when it is outside the checked tree. */
 export function layerOf(file) {
-  const p = file.split(path.sep).join('/').replace(/\.(ts|svelte|js|mjs)$/, '');
+  const p = file
+    .split(path.sep)
+    .join('/')
+    .replace(/\.(ts|svelte|js|mjs)$/, '');
   if (p.startsWith('renderer/src/')) return 'renderer';
   if (!p.startsWith('main/')) return null;
   if (p === 'main/paths') return 'paths';
@@ -34,7 +37,8 @@ export function layerOf(file) {
   return p.split('/')[1];
 }
 
-const SPECIFIER = /(?:^|[\s;>])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+const SPECIFIER =
+  /(?:^|[\s;>])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
 
 /** Every rule broken by the given sources ({path, text}, paths relative to the repository). */
 export function check(sources) {
@@ -46,16 +50,20 @@ export function check(sources) {
       const spec = m[1] ?? m[2] ?? m[3];
       let target;
       if (spec.startsWith('$contract')) target = 'main/contract/x.ts';
-      else if (spec.startsWith('.')) target = path.posix.normalize(path.posix.join(path.posix.dirname(file.split(path.sep).join('/')), spec));
+      else if (spec.startsWith('.'))
+        target = path.posix.normalize(path.posix.join(path.posix.dirname(file.split(path.sep).join('/')), spec));
       else continue; // a package
       const to = layerOf(target);
       if (to === null) {
-        if (from === 'renderer' && !target.startsWith('renderer/')) problems.push(`${file}: imports "${spec}", outside the renderer and main/contract`);
+        if (from === 'renderer' && !target.startsWith('renderer/'))
+          problems.push(`${file}: imports "${spec}", outside the renderer and main/contract`);
         continue;
       }
       if (to === from) continue;
       if (!ALLOWED[from].includes(to))
-        problems.push(`${file}: ${from} must not import ${to} ("${spec}"); ${from} may import ${ALLOWED[from].join(', ') || 'nothing else of main'}`);
+        problems.push(
+          `${file}: ${from} must not import ${to} ("${spec}"); ${from} may import ${ALLOWED[from].join(', ') || 'nothing else of main'}`,
+        );
     }
   }
   return problems;

@@ -19,9 +19,20 @@ if (!file) {
 const dir = mkdtempSync(path.join(tmpdir(), 'vramlab-fix-specs-'));
 try {
   const out = path.join(dir, 'fixes.mjs');
-  await build({ entryPoints: [path.join(root, 'main/runner/fixes.ts')], bundle: true, platform: 'node', format: 'esm', outfile: out, logLevel: 'warning' });
+  await build({
+    entryPoints: [path.join(root, 'main/runner/fixes.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: out,
+    logLevel: 'warning',
+  });
   const { lengthFixSpecs } = await import(pathToFileURL(out).href);
-  const variants = lengthFixSpecs(JSON.parse(readFileSync(file, 'utf8'))).map(({ fix, spec, steps }) => ({ ...spec, shapes: steps, fix: fix.id }));
+  const variants = lengthFixSpecs(JSON.parse(readFileSync(file, 'utf8'))).map(({ fix, spec, steps }) => ({
+    ...spec,
+    shapes: steps,
+    fix: fix.id,
+  }));
   process.stdout.write(JSON.stringify(variants) + '\n');
 } finally {
   rmSync(dir, { recursive: true, force: true });

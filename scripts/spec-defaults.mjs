@@ -10,7 +10,14 @@ const root = path.resolve(import.meta.dirname, '..');
 const dir = mkdtempSync(path.join(tmpdir(), 'vramlab-spec-defaults-'));
 try {
   const out = path.join(dir, 'fixture.mjs');
-  await build({ entryPoints: [path.join(root, 'main/contract/catalogue/fixture.ts')], bundle: true, platform: 'node', format: 'esm', outfile: out, logLevel: 'warning' });
+  await build({
+    entryPoints: [path.join(root, 'main/contract/catalogue/fixture.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: out,
+    logLevel: 'warning',
+  });
   const { specDefaultsJson } = await import(pathToFileURL(out).href);
   const target = path.join(root, 'test/fixtures/spec_defaults.json');
   writeFileSync(target, specDefaultsJson());

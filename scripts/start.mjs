@@ -31,7 +31,8 @@ function electronBinary() {
 }
 
 const electron = electronBinary();
-const headless = process.env.VRAMLAB_SERVE === '1' || (process.platform === 'linux' && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY);
+const headless =
+  process.env.VRAMLAB_SERVE === '1' || (process.platform === 'linux' && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY);
 if (electron && !headless) {
   const child = spawn(electron, [root, ...process.argv.slice(2)], { stdio: 'inherit' });
   child.on('exit', (code) => process.exit(code ?? 0));

@@ -113,7 +113,8 @@ void table(const std::string& device_id, int iters) {
     auto t = torch_ns.find(name);
     if (t != torch_ns.end() && t->second > 0)
       std::printf("%-24s %12.1f %14.1f %8.2f\n", name.c_str(), ns, t->second, ns / t->second);
-    else std::printf("%-24s %12.1f %14s %8s\n", name.c_str(), ns, "-", "-");
+    else
+      std::printf("%-24s %12.1f %14s %8s\n", name.c_str(), ns, "-", "-");
   };
   line("pair_512B", pair_ns(dev, 512, iters));
   line("pair_1MiB", pair_ns(dev, 1 << 20, iters));
@@ -137,8 +138,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("vramlab caching allocator: ns per op (pair = malloc + free; mixed = free one of %zu live blocks\n"
-              "and allocate a new random size up to 64 MiB). Target: ratio <= 0.5.\n", kLive);
+  std::printf(
+      "vramlab caching allocator: ns per op (pair = malloc + free; mixed = free one of %zu live blocks\n"
+      "and allocate a new random size up to 64 MiB). Target: ratio <= 0.5.\n",
+      kLive);
   try {
     table("sim:h200-141gb", iters);
     for (const DeviceInfo& d : cuda_list_devices()) table(d.id, iters);

@@ -37,7 +37,8 @@ void* random_buffer(size_t n, int32_t dt, std::mt19937& rng) {
     float f = nd(rng);
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
-    if (dt == kF32) std::memcpy(&host[i * 4], &f, 4);
+    if (dt == kF32)
+      std::memcpy(&host[i * 4], &f, 4);
     else if (dt == kBF16) {
       uint16_t h = uint16_t(bits >> 16);
       std::memcpy(&host[i * 2], &h, 2);
@@ -106,9 +107,10 @@ int main(int argc, char** argv) {
   const double f_ms = time_ms(fwd), b_ms = time_ms(bwd);
   // matmul FLOPs: forward 2 products, backward 5 (FlashAttention's accounting); causal halves
   const double fwd_flop = 4.0 * double(B * H) * double(S) * double(S) * double(D) * (causal ? 0.5 : 1.0);
-  std::printf("{\"shape\": \"B%lld H%lld S%lld D%lld %s%s\", \"fwd_ms\": %.3f, \"bwd_ms\": %.3f, "
-              "\"fwd_tflops\": %.1f, \"bwd_tflops\": %.1f}\n",
-              (long long)B, (long long)H, (long long)S, (long long)D, argc > 5 ? argv[5] : "bf16",
-              causal ? " causal" : "", f_ms, b_ms, fwd_flop / f_ms * 1e-9, 2.5 * fwd_flop / b_ms * 1e-9);
+  std::printf(
+      "{\"shape\": \"B%lld H%lld S%lld D%lld %s%s\", \"fwd_ms\": %.3f, \"bwd_ms\": %.3f, "
+      "\"fwd_tflops\": %.1f, \"bwd_tflops\": %.1f}\n",
+      (long long)B, (long long)H, (long long)S, (long long)D, argc > 5 ? argv[5] : "bf16", causal ? " causal" : "",
+      f_ms, b_ms, fwd_flop / f_ms * 1e-9, 2.5 * fwd_flop / b_ms * 1e-9);
   return 0;
 }

@@ -149,9 +149,12 @@ class Session {
     auto* cb = dynamic_cast<cuda::CudaBackend*>(backend_.get());
     if (!cb) throw std::logic_error("expected the cuda backend");
     cuda::CudaBackend::Tuning t;  // "new": every switch on
-    if (variant == "old") t = cuda::CudaBackend::Tuning{false, false, true};
-    else if (variant == "nolt") t.lt_bias_epilogue = false;
-    else if (variant != "new") throw std::invalid_argument("unknown --variant " + variant + " (new, old, nolt)");
+    if (variant == "old")
+      t = cuda::CudaBackend::Tuning{false, false, true};
+    else if (variant == "nolt")
+      t.lt_bias_epilogue = false;
+    else if (variant != "new")
+      throw std::invalid_argument("unknown --variant " + variant + " (new, old, nolt)");
     cb->set_tuning(t);
 #else
     (void)variant;
@@ -171,12 +174,12 @@ class Session {
 };
 
 struct Timing {
-  double device_ms = 0;  // CUDA events, or the sim time model
-  double host_ms = 0;    // host time per step of the timed loop
-  double enqueue_ms = -1;                    // host time per step onto an idle GPU
-  double phase_ms[3] = {-1, -1, -1};         // forward+loss, backward, optimizer+zero_grad
+  double device_ms = 0;                               // CUDA events, or the sim time model
+  double host_ms = 0;                                 // host time per step of the timed loop
+  double enqueue_ms = -1;                             // host time per step onto an idle GPU
+  double phase_ms[3] = {-1, -1, -1};                  // forward+loss, backward, optimizer+zero_grad
   int64_t dev_alloc = 0, dev_free = 0, sync_all = 0;  // allocator device calls in the timed loop
-  std::string memory = "-";                  // the sim comparison's verdict
+  std::string memory = "-";                           // the sim comparison's verdict
 };
 
 // The simulated twin of a GPU (same allocator behaviour), or "" when there is none.
@@ -276,9 +279,8 @@ Timing time_gpu(Session& s, int steps, int warmup, bool phases) {
 }
 #endif
 
-Timing time_steps(const std::string& device_id, const Workload& w, const std::string& prec,
-                  const std::string& variant, int steps, int warmup,
-                  [[maybe_unused]] bool phases, bool memcheck) {  // phases: CUDA builds only
+Timing time_steps(const std::string& device_id, const Workload& w, const std::string& prec, const std::string& variant,
+                  int steps, int warmup, [[maybe_unused]] bool phases, bool memcheck) {  // phases: CUDA builds only
   Timing t;
   std::vector<std::pair<int64_t, int64_t>> readings;
   std::string twin;
@@ -342,15 +344,24 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--device") device = next();
-    else if (a == "--steps") steps = std::atoi(next().c_str());
-    else if (a == "--warmup") warmup = std::atoi(next().c_str());
-    else if (a == "--only") only = next();
-    else if (a == "--prec") only_prec = next();
-    else if (a == "--variant") variants = next();
-    else if (a == "--no-phases") phases = false;
-    else if (a == "--no-memcheck") memcheck = false;
-    else if (a == "--torch") torch_file = next();
+    if (a == "--device")
+      device = next();
+    else if (a == "--steps")
+      steps = std::atoi(next().c_str());
+    else if (a == "--warmup")
+      warmup = std::atoi(next().c_str());
+    else if (a == "--only")
+      only = next();
+    else if (a == "--prec")
+      only_prec = next();
+    else if (a == "--variant")
+      variants = next();
+    else if (a == "--no-phases")
+      phases = false;
+    else if (a == "--no-memcheck")
+      memcheck = false;
+    else if (a == "--torch")
+      torch_file = next();
     else {
       std::fprintf(stderr,
                    "usage: %s [--device cuda:0|sim:h100-80gb] [--steps 50] [--warmup 5] [--only NAME] "
@@ -398,9 +409,10 @@ int main(int argc, char** argv) {
               sim ? "modelled time of the sim backend" : "CUDA events", steps, warmup,
               refs ? "eager, CUDA events, measured in this run on this GPU" : "not given (--torch)");
   if (!sim)
-    std::printf("fwd/bwd/opt: per-phase events (second loop); enq_ms: host time to enqueue one step onto an idle "
-                "GPU;\ndev_allocs: allocator cudaMalloc/cudaFree/sync-all in the timed loop; memory: every step's "
-                "allocated+peak vs the sim twin\n");
+    std::printf(
+        "fwd/bwd/opt: per-phase events (second loop); enq_ms: host time to enqueue one step onto an idle "
+        "GPU;\ndev_allocs: allocator cudaMalloc/cudaFree/sync-all in the timed loop; memory: every step's "
+        "allocated+peak vs the sim twin\n");
   std::printf("\n%-18s %-4s %-4s %9s %9s %6s %8s %8s %8s %8s %8s %10s %s\n", "workload", "prec", "var", "ours_ms",
               "torch_ms", "ratio", "fwd_ms", "bwd_ms", "opt_ms", "host_ms", "enq_ms", "dev_allocs", "memory");
   int failures = 0, slower = 0, memory_diffs = 0;
@@ -422,8 +434,10 @@ int main(int argc, char** argv) {
                         (long long)t.sync_all);
           auto f = [](double x) {
             char b[32];
-            if (x < 0) std::snprintf(b, sizeof b, "-");
-            else std::snprintf(b, sizeof b, "%.3f", x);
+            if (x < 0)
+              std::snprintf(b, sizeof b, "-");
+            else
+              std::snprintf(b, sizeof b, "%.3f", x);
             return std::string(b);
           };
           std::printf("%-18s %-4s %-4s %9.3f %9.3f %6s %8s %8s %8s %8.3f %8s %10s %s\n", w.name, p, v.c_str(),

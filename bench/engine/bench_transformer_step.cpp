@@ -56,9 +56,12 @@ int bench_main(int argc, char** argv) {
   std::string device = vramlab::default_device_id(), only;
   int64_t steps = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--device"))
+      device = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--steps"))
+      steps = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
   }
   std::printf("{");
   bool first = true;

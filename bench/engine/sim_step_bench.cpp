@@ -16,15 +16,18 @@ int main() {
     double target_ms = 0;  // the transformer issue's target for this case (0: none)
   };
   const Case cases[] = {
-      {"residual 8192x8 (1.07B) sgd fp32", R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"sgd"})"},
-      {"residual 8192x8 (1.07B) adam fp32", R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"adam"})"},
+      {"residual 8192x8 (1.07B) sgd fp32",
+       R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"sgd"})"},
+      {"residual 8192x8 (1.07B) adam fp32",
+       R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"adam"})"},
       {"residual 8192x8 (1.07B) adam bf16",
        R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"adam","precision":"bf16"})"},
       {"residual 8192x8 (1.07B) adam sqrt-ckpt",
        R"({"model":{"kind":"residual","dim":8192,"depth":8},"batch":64,"optimizer":"adam","checkpoint":"sqrt"})"},
       {"residual 4096x64 (2.1B) adamw bf16 block",
        R"({"model":{"kind":"residual","dim":4096,"depth":64},"batch":64,"optimizer":"adamw","precision":"bf16","checkpoint":"block"})"},
-      {"gpt2-small b8 s1024 adamw bf16", R"({"model":{"kind":"gpt","vocab":50257,"seq":1024,"dim":768,"depth":12,"heads":12},"batch":8,"optimizer":"adamw","precision":"bf16"})"},
+      {"gpt2-small b8 s1024 adamw bf16",
+       R"({"model":{"kind":"gpt","vocab":50257,"seq":1024,"dim":768,"depth":12,"heads":12},"batch":8,"optimizer":"adamw","precision":"bf16"})"},
       {"llama3-8b b1 s8192 adam bf16",
        R"({"model":{"kind":"llama","vocab":128256,"seq":8192,"dim":4096,"depth":32,"heads":32,"kv_heads":8,"ffn":14336},"batch":1,"optimizer":"adam","precision":"bf16"})",
        1000},

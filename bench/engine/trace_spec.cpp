@@ -25,14 +25,19 @@ int main(int argc, char** argv) {
   auto print = [](EventBatch&& b) {
     for (auto& e : b.events) {
       if (auto* p = std::get_if<Phase>(&e)) {
-        if (p->name != "module") std::printf("# %s %s %lld\n", p->begin ? "begin" : "end", p->name.c_str(), (long long)p->iteration);
+        if (p->name != "module")
+          std::printf("# %s %s %lld\n", p->begin ? "begin" : "end", p->name.c_str(), (long long)p->iteration);
         continue;
       }
       auto* a = std::get_if<AllocEvent>(&e);
       if (!a) continue;
-      const char* tag = a->action == "alloc" ? "A" : (a->action == "free" || a->action == "free_completed") ? "F" : a->action == "segment_alloc" ? "S"
-                        : a->action == "segment_free" ? "X" : "O";
-      std::printf("%s %lld %llx %s %s\n", tag, (long long)a->size, (unsigned long long)a->addr, a->op.c_str(), a->module.c_str());
+      const char* tag = a->action == "alloc"                                     ? "A"
+                        : (a->action == "free" || a->action == "free_completed") ? "F"
+                        : a->action == "segment_alloc"                           ? "S"
+                        : a->action == "segment_free"                            ? "X"
+                                                                                 : "O";
+      std::printf("%s %lld %llx %s %s\n", tag, (long long)a->size, (unsigned long long)a->addr, a->op.c_str(),
+                  a->module.c_str());
     }
   };
   while (!w.wait_for(5)) print(w.drain());

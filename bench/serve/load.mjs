@@ -32,7 +32,12 @@ const SECONDS = Number(opt.seconds);
 const HUGE = Number(opt['huge-samples']);
 
 const home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-load-'));
-const cli = (args) => spawnSync(process.execPath, [path.join(root, 'bin/vramlab.js'), ...args], { env: { ...process.env, VRAMLAB_HOME: home }, encoding: 'utf8', maxBuffer: 256 << 20 });
+const cli = (args) =>
+  spawnSync(process.execPath, [path.join(root, 'bin/vramlab.js'), ...args], {
+    env: { ...process.env, VRAMLAB_HOME: home },
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+  });
 
 // The largest run a spec may make (limits.ts: 10,000 iterations x depth 6).
 const specFile = path.join(home, 'largest.json');
@@ -46,18 +51,25 @@ const hugeId = '20200101-000000-abcdef';
 const runDir = path.join(home, 'runs', hugeId);
 mkdirSync(path.join(runDir, 'chunks'), { recursive: true });
 const meta = JSON.parse(readFileSync(path.join(home, 'runs', largest, 'meta.json'), 'utf8'));
-writeFileSync(path.join(runDir, 'meta.json'), JSON.stringify({ ...meta, id: hugeId, name: 'huge (pre-decimation)', created: '2020-01-01T00:00:00.000Z' }));
+writeFileSync(
+  path.join(runDir, 'meta.json'),
+  JSON.stringify({ ...meta, id: hugeId, name: 'huge (pre-decimation)', created: '2020-01-01T00:00:00.000Z' }),
+);
 let hugeBytes = 0;
 for (let c = 0, t = 0; t < HUGE; c++) {
   const samples = [];
-  for (let i = 0; i < 2048 && t < HUGE; i++, t++) samples.push({ t, allocated: (t * 7919) % 1000003, reserved: 2e6 + (t % 977), active: t, requested: t, by: [t, 0, 0, t, 0, 0, 0, 0] });
+  for (let i = 0; i < 2048 && t < HUGE; i++, t++)
+    samples.push({ t, allocated: (t * 7919) % 1000003, reserved: 2e6 + (t % 977), active: t, requested: t, by: [t, 0, 0, t, 0, 0, 0, 0] });
   const text = JSON.stringify({ samples, events: [] });
   hugeBytes += text.length;
   writeFileSync(path.join(runDir, 'chunks', `${String(c + 1).padStart(6, '0')}.json`), text);
 }
 
 // serve in its own process.
-const serve = spawn(process.execPath, [path.join(root, 'bin/vramlab.js'), 'serve'], { env: { ...process.env, VRAMLAB_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+const serve = spawn(process.execPath, [path.join(root, 'bin/vramlab.js'), 'serve'], {
+  env: { ...process.env, VRAMLAB_HOME: home },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
 const url = await new Promise((resolve, reject) => {
   let out = '';
   serve.stdout.on('data', (d) => {
@@ -106,7 +118,7 @@ function caller(ws) {
       parts.delete(m.id);
       m = JSON.parse(got.join(''));
     }
-    if (m.type === 'response') waiting.get(m.id)?.(m), waiting.delete(m.id);
+    if (m.type === 'response') (waiting.get(m.id)?.(m), waiting.delete(m.id));
   });
   ws.on('close', () => {
     for (const r of waiting.values()) r({ ok: false, error: { code: 'closed', message: 'closed' } });
@@ -132,7 +144,12 @@ async function normalClient(i) {
   const ws = await connect();
   const call = caller(ws);
   // Mostly light calls, and every 16th a whole run (the largest a spec may make, ~8 MB).
-  const mix = [...Array(5).fill(['devices.list']), ...Array(5).fill(['runs.list']), ...Array(5).fill(['app.info']), ['runs.get', { id: largest }]];
+  const mix = [
+    ...Array(5).fill(['devices.list']),
+    ...Array(5).fill(['runs.list']),
+    ...Array(5).fill(['app.info']),
+    ['runs.get', { id: largest }],
+  ];
   normalOk[i] = 0;
   for (let k = i; Date.now() < deadline && ws.readyState === ws.OPEN; k++) {
     const r = await call(...mix[k % mix.length]);
@@ -145,7 +162,8 @@ async function normalClient(i) {
 async function greedyClient() {
   const ws = await connect();
   const call = caller(ws);
-  while (Date.now() < deadline && ws.readyState === ws.OPEN) (await Promise.all(Array.from({ length: 32 }, () => call('runs.list')))).forEach(tally);
+  while (Date.now() < deadline && ws.readyState === ws.OPEN)
+    (await Promise.all(Array.from({ length: 32 }, () => call('runs.list')))).forEach(tally);
   ws.close();
 }
 
@@ -189,11 +207,13 @@ await Promise.all([
 const elapsed = (Date.now() - t0) / 1000;
 
 // Still up?
-const last = await connect().then(async (ws) => {
-  const r = await caller(ws)('devices.list');
-  ws.close();
-  return r.ok;
-}).catch(() => false);
+const last = await connect()
+  .then(async (ws) => {
+    const r = await caller(ws)('devices.list');
+    ws.close();
+    return r.ok;
+  })
+  .catch(() => false);
 clearInterval(rssTimer);
 serve.kill('SIGTERM');
 await new Promise((r) => serve.once('exit', r));
@@ -208,16 +228,26 @@ const report = {
   replies: counts,
   normalClientOk: normalOk,
   peakRssMB: Math.round(peakRss / 2 ** 20),
-  hugeRun: { samplesOnDisk: HUGE, chunkMB: Math.round(hugeBytes / 2 ** 20), replySamples: hugeReply.result?.timeline?.length ?? null, replyMs: hugeMs, ok: hugeReply.ok },
+  hugeRun: {
+    samplesOnDisk: HUGE,
+    chunkMB: Math.round(hugeBytes / 2 ** 20),
+    replySamples: hugeReply.result?.timeline?.length ?? null,
+    replyMs: hugeMs,
+    ok: hugeReply.ok,
+  },
   serveUpAfter: last,
 };
 if (opt.json) console.log(JSON.stringify(report));
 else {
   console.log(`serve load: ${CLIENTS} clients + ${SLOW} slow readers + 1 greedy + oversized frames for ${report.seconds} s`);
   console.log(`  requests/s      ${report.requestsPerSecond} (${requests} requests)`);
-  console.log(`  replies         ok ${counts.ok}, busy ${counts.busy}, error ${counts.error}, closed ${counts.closed}; oversized/refused ${counts.refused}`);
+  console.log(
+    `  replies         ok ${counts.ok}, busy ${counts.busy}, error ${counts.error}, closed ${counts.closed}; oversized/refused ${counts.refused}`,
+  );
   console.log(`  serve peak RSS  ${report.peakRssMB} MiB`);
-  console.log(`  huge run        ${HUGE} samples (${report.hugeRun.chunkMB} MiB on disk) -> ${report.hugeRun.replySamples} samples in ${hugeMs} ms`);
+  console.log(
+    `  huge run        ${HUGE} samples (${report.hugeRun.chunkMB} MiB on disk) -> ${report.hugeRun.replySamples} samples in ${hugeMs} ms`,
+  );
   console.log(`  serve up after  ${last}`);
 }
 process.exit(last ? 0 : 1);

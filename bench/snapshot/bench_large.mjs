@@ -15,7 +15,10 @@ if (!existsSync(addon)) {
   console.log('snapshot bench skipped: the native addon is not built (npm run build:native)');
   process.exit(0);
 }
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
 const counts = sizes.length ? sizes : [1_000_000, 5_000_000];
 const dir = path.join(os.tmpdir(), 'vramlab-bench-snapshots');
 mkdirSync(dir, { recursive: true });
@@ -36,7 +39,9 @@ const rows = [];
 for (const n of counts) {
   const file = path.join(dir, `synthetic_${n}.pickle`);
   if (!existsSync(file)) {
-    const g = spawnSync(process.execPath, [path.join(root, 'bench/snapshot/gen_snapshot.mjs'), '--events', String(n), '--out', file], { stdio: 'inherit' });
+    const g = spawnSync(process.execPath, [path.join(root, 'bench/snapshot/gen_snapshot.mjs'), '--events', String(n), '--out', file], {
+      stdio: 'inherit',
+    });
     if (g.status !== 0) throw new Error(`generating ${file} failed`);
   }
   const m = spawnSync(process.execPath, ['--max-old-space-size=8192', measure, file], {
@@ -63,12 +68,18 @@ for (const r of rows) {
       `${(r.statsMs / 1000).toFixed(1)} s`,
     ]),
   );
-  if (r.peakReserved !== r.recordedPeakReserved) console.log(`  !! replay peak reserved ${r.peakReserved} != recorded ${r.recordedPeakReserved}`);
+  if (r.peakReserved !== r.recordedPeakReserved)
+    console.log(`  !! replay peak reserved ${r.peakReserved} != recorded ${r.recordedPeakReserved}`);
 }
 // The plain read (whole pickle decoded, then converted), on the smallest file, for scale.
 const small = path.join(dir, `synthetic_${Math.min(...counts)}.pickle`);
-const d = spawnSync(process.execPath, ['--max-old-space-size=12000', measure, small, '--decoded'], { encoding: 'utf8', env: { ...process.env, VRAMLAB_ADDON: addon } });
+const d = spawnSync(process.execPath, ['--max-old-space-size=12000', measure, small, '--decoded'], {
+  encoding: 'utf8',
+  env: { ...process.env, VRAMLAB_ADDON: addon },
+});
 if (d.status === 0) {
   const r = JSON.parse(d.stdout.trim().split('\n').pop());
-  console.log(`for scale, the plain (decode-everything) read of ${r.events} events: ${(r.openMs / 1000).toFixed(1)} s, peak RSS ${(r.peakRss / MiB).toFixed(0)} MiB`);
+  console.log(
+    `for scale, the plain (decode-everything) read of ${r.events} events: ${(r.openMs / 1000).toFixed(1)} s, peak RSS ${(r.peakRss / MiB).toFixed(0)} MiB`,
+  );
 }

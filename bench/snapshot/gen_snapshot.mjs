@@ -301,7 +301,12 @@ function main() {
     const acts = [];
     const batchRows = 8 + (step % 5); // varying sequence lengths make the cache work
     for (let l = 0; l < layers && written < want; l++) {
-      for (const [k, mult] of [[0, 3], [1, 2], [2, 1], [3, 1]]) {
+      for (const [k, mult] of [
+        [0, 3],
+        [1, 2],
+        [2, 1],
+        [3, 1],
+      ]) {
         const sz = batchRows * mult * 256 * 1024 + (l % 3) * 4096;
         const a = alloc.malloc(sz);
         stackByAddr.set(a, stackList[l * 6 + k]);

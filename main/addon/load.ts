@@ -24,9 +24,7 @@ export function loadAddon(): NativeAddon {
   if (cached) return cached;
   const found = addonCandidates().find((p) => existsSync(p));
   if (!found) {
-    throw new Error(
-      `vramlab's native addon is not built (looked in: ${addonCandidates().join(', ')}). Run \`npm run build:native\`.`,
-    );
+    throw new Error(`vramlab's native addon is not built (looked in: ${addonCandidates().join(', ')}). Run \`npm run build:native\`.`);
   }
   const req = createRequire(path.join(projectRoot(), 'package.json'));
   cached = req(found) as NativeAddon;

@@ -62,8 +62,7 @@ export type NativeJob = { kind: 'experiment'; spec: Spec; options?: NativeRunOpt
 
 /** Alloc events arrive with a numeric category index (-1: unknown); the runner names it. */
 export type NativeRunEvent =
-  | Extract<RunEvent, { type: 'phase' }>
-  | (Omit<Extract<RunEvent, { type: 'alloc' }>, 'category'> & { category: number });
+  Extract<RunEvent, { type: 'phase' }> | (Omit<Extract<RunEvent, { type: 'alloc' }>, 'category'> & { category: number });
 
 export interface NativeEventBatch {
   samples: MemorySample[];

@@ -2,11 +2,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './io';
 
-export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
-  args: string[],
-  options: T,
-  allowPositionals = false,
-) {
+export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, allowPositionals = false) {
   try {
     return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (err) {

@@ -1,6 +1,15 @@
 // The spec's keys for `vramlab run --help`, read off the catalogue: every family's and
 // optimizer's fields with their defaults and ranges, the spec's own fields, the presets.
-import { SPEC_FIELDS, SHAPE_DRAW_FIELDS, FINETUNE_FIELDS, MODE_DEFAULTS, families, optimizers, type Field, type Fields } from '../contract/catalogue';
+import {
+  SPEC_FIELDS,
+  SHAPE_DRAW_FIELDS,
+  FINETUNE_FIELDS,
+  MODE_DEFAULTS,
+  families,
+  optimizers,
+  type Field,
+  type Fields,
+} from '../contract/catalogue';
 import { MAX_ITERATIONS, MAX_LAYER_STEPS, MAX_SWEEP_LAYER_STEPS } from '../contract/limits';
 
 function range(f: Field): string {
@@ -14,7 +23,7 @@ const fieldLines = (fields: Fields, indent: string) =>
   Object.entries(fields).map(([k, f]) => `${indent}${k.padEnd(16)} ${dflt(f).padEnd(10)} ${range(f).padEnd(24)} ${f.meaning}`);
 
 export function specHelp(): string {
-  const lines: string[] = ['Spec keys (all optional; defaults are the parity protocol\'s):', ''];
+  const lines: string[] = ["Spec keys (all optional; defaults are the parity protocol's):", ''];
   lines.push('  model {"kind": ..., fields}: default {"kind": "mlp"}');
   for (const fam of families()) {
     const extra = Object.entries(fam.specDefaults).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
@@ -27,18 +36,35 @@ export function specHelp(): string {
     lines.push(`    ${o.kind}: ${o.summary}`);
     lines.push(...fieldLines(o.fields, '      '));
   }
-  lines.push('', '  checkpoint       "none"     none | block | sqrt | {"every": k}   models with blocks: ' + families().filter((f) => f.blocks).map((f) => f.kind).join(', '));
+  lines.push(
+    '',
+    '  checkpoint       "none"     none | block | sqrt | {"every": k}   models with blocks: ' +
+      families()
+        .filter((f) => f.blocks)
+        .map((f) => f.kind)
+        .join(', '),
+  );
   lines.push(...fieldLines(SPEC_FIELDS, '  '));
   lines.push(
     '  finetune         {"method":"full"} | {"method":"freeze","blocks":k} | {"method":"lora","rank":r,"alpha":a,"targets":[...]}   transformers only',
   );
   lines.push(...fieldLines(FINETUNE_FIELDS, '    '));
-  for (const fam of families()) if (fam.loraTargets.length) lines.push(`    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')})`);
+  for (const fam of families())
+    if (fam.loraTargets.length)
+      lines.push(
+        `    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')})`,
+      );
   lines.push('  shapes           null       [{"batch": b, "seq": t}, ...]   one training iteration per entry (transformers)');
-  lines.push('                              or a draw: {"seq": {"min": a, "max": b} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed",');
+  lines.push(
+    '                              or a draw: {"seq": {"min": a, "max": b} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed",',
+  );
   lines.push('                              "pad_to", "order": "drawn" | "longest_first"}   lengths drawn per step from the seed');
   lines.push(...fieldLines(SHAPE_DRAW_FIELDS, '    '));
-  lines.push(`  mode defaults:   ${Object.entries(MODE_DEFAULTS).map(([m, d]) => `${m}: ${JSON.stringify(d)}`).join('; ')}`);
+  lines.push(
+    `  mode defaults:   ${Object.entries(MODE_DEFAULTS)
+      .map(([m, d]) => `${m}: ${JSON.stringify(d)}`)
+      .join('; ')}`,
+  );
   lines.push('  alloc_conf       ""         PYTORCH_CUDA_ALLOC_CONF syntax');
   lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "cuda:0" (\'vramlab devices\')');
   lines.push('  capacity         null       a size like "20GiB" or bytes');

@@ -130,12 +130,24 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   if (!s) return lines.join('\n') + '\n';
   const readings = Object.entries(s.readings);
   if (readings.length)
-    lines.push('', table(['reading', 'bytes', 'size'], readings.map(([k, v]) => [k, String(v), formatBytes(v)])).trimEnd());
-  lines.push('', `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`);
+    lines.push(
+      '',
+      table(
+        ['reading', 'bytes', 'size'],
+        readings.map(([k, v]) => [k, String(v), formatBytes(v)]),
+      ).trimEnd(),
+    );
+  lines.push(
+    '',
+    `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`,
+  );
   // What nvidia-smi shows: PyTorch's reserved memory plus the CUDA context and libraries.
   const whole = s.context !== undefined && card?.total ? { total: card.total, context: s.context } : null;
   if (whole) lines.push(`on the card: ${wholeCard(s.peak_reserved, whole)} (what nvidia-smi shows)`);
-  else if (s.context) lines.push(`on the card: peak reserved + CUDA context ${formatBytes(s.context)} = ${formatBytes(s.peak_reserved + s.context)} (what nvidia-smi shows)`);
+  else if (s.context)
+    lines.push(
+      `on the card: peak reserved + CUDA context ${formatBytes(s.context)} = ${formatBytes(s.peak_reserved + s.context)} (what nvidia-smi shows)`,
+    );
   if (s.parameters !== undefined)
     lines.push(
       `${s.parameters.toLocaleString('en-US')} parameters` +
@@ -143,7 +155,11 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
         (s.sdpa_backend ? `; attention backend ${s.sdpa_backend}` : ''),
     );
   if (s.oom) {
-    lines.push('', `OUT OF MEMORY in ${s.oom.phase || 'setup'}${s.oom.iteration >= 0 ? ` (iteration ${s.oom.iteration})` : ''}:`, s.oom.message);
+    lines.push(
+      '',
+      `OUT OF MEMORY in ${s.oom.phase || 'setup'}${s.oom.iteration >= 0 ? ` (iteration ${s.oom.iteration})` : ''}:`,
+      s.oom.message,
+    );
     lines.push(
       `largest category: ${s.oom.dominant.category} ${formatBytes(s.oom.dominant.bytes)}; reserved but unallocated ${formatBytes(s.oom.reserved_unallocated)}`,
     );

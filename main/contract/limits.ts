@@ -60,25 +60,49 @@ export function layerSteps(spec: SizedSpec): number {
 export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
   const issues: LimitIssue[] = [];
   if (spec.iterations > MAX_ITERATIONS)
-    issues.push({ path: ['iterations'], message: `must be at most ${MAX_ITERATIONS} (each iteration keeps its own readings)`, input: spec.iterations });
+    issues.push({
+      path: ['iterations'],
+      message: `must be at most ${MAX_ITERATIONS} (each iteration keeps its own readings)`,
+      input: spec.iterations,
+    });
   const steps = layerSteps(spec);
   if (steps > MAX_LAYER_STEPS)
     issues.push(
       spec.mode === 'generate'
-        ? { path: ['new_tokens'], message: `too much work: new_tokens x model.depth = ${steps}, at most ${MAX_LAYER_STEPS}; lower one of them`, input: spec.new_tokens }
-        : { path: ['iterations'], message: `too much work: iterations x accum x model.depth = ${steps}, at most ${MAX_LAYER_STEPS}; lower one of them`, input: spec.iterations },
+        ? {
+            path: ['new_tokens'],
+            message: `too much work: new_tokens x model.depth = ${steps}, at most ${MAX_LAYER_STEPS}; lower one of them`,
+            input: spec.new_tokens,
+          }
+        : {
+            path: ['iterations'],
+            message: `too much work: iterations x accum x model.depth = ${steps}, at most ${MAX_LAYER_STEPS}; lower one of them`,
+            input: spec.iterations,
+          },
     );
   const m = spec.model;
   // The widest row a tensor can have: a layer's features, the transformers' vocabulary
   // (embedding, logits) and MLP width (gpt: 4 x dim; llama: ffn).
-  const widest = Math.max(m.in ?? 0, m.hidden ?? 0, m.out ?? 0, m.dim ?? 0, m.ffn ?? 0, m.vocab ?? 0, m.seq !== undefined ? 4 * (m.dim ?? 0) : 0);
+  const widest = Math.max(
+    m.in ?? 0,
+    m.hidden ?? 0,
+    m.out ?? 0,
+    m.dim ?? 0,
+    m.ffn ?? 0,
+    m.vocab ?? 0,
+    m.seq !== undefined ? 4 * (m.dim ?? 0) : 0,
+  );
   // Rows of an activation: the batch, times the sequence for the token families (per-iteration
   // shapes may have their own batch; generation's prompt + new_tokens is at most model.seq).
   const rows = Math.max(spec.batch * (m.seq ?? 1), shapeRows(spec.shapes));
   // Weights (widest^2) and activations (rows x widest), 8 bytes per element at most.
   const tensor = Math.max(widest * widest, rows * widest) * 8;
   if (!(tensor <= MAX_TENSOR_BYTES))
-    issues.push({ path: ['model'], message: `describes a tensor of ${tensor} bytes, more than the ${MAX_TENSOR_BYTES}-byte (1 PiB) limit`, input: m });
+    issues.push({
+      path: ['model'],
+      message: `describes a tensor of ${tensor} bytes, more than the ${MAX_TENSOR_BYTES}-byte (1 PiB) limit`,
+      input: m,
+    });
   const custom = /^sim:custom:(.*)$/.exec(spec.device);
   if (custom) {
     const bytes = deviceBytes(custom[1]);
@@ -99,7 +123,22 @@ function shapeRows(s: Shapes | null | undefined): number {
 function deviceBytes(text: string): number {
   const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$/.exec(text);
   if (!m) return NaN;
-  const units: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30, t: 2 ** 40, tib: 2 ** 40, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
+  const units: Record<string, number> = {
+    '': 1,
+    b: 1,
+    k: 1024,
+    kib: 1024,
+    m: 2 ** 20,
+    mib: 2 ** 20,
+    g: 2 ** 30,
+    gib: 2 ** 30,
+    t: 2 ** 40,
+    tib: 2 ** 40,
+    kb: 1e3,
+    mb: 1e6,
+    gb: 1e9,
+    tb: 1e12,
+  };
   const mult = units[m[2].toLowerCase()];
   return mult === undefined ? NaN : Number(m[1]) * mult;
 }
@@ -115,7 +154,10 @@ export function sweepLimitIssue(specs: readonly SizedSpec[]): string | null {
 /** The hook spec.ts calls on the completed spec (its schema's refinement step), before its own cross-field rules. */
 export function checkSpecLimits(
   spec: SizedSpec,
-  ctx: { issues?: readonly unknown[]; addIssue(issue: { code: 'custom'; path: (string | number)[]; message: string; input?: unknown }): void },
+  ctx: {
+    issues?: readonly unknown[];
+    addIssue(issue: { code: 'custom'; path: (string | number)[]; message: string; input?: unknown }): void;
+  },
 ): void {
   // Cross-field bounds only once every field is valid on its own (one message per fault).
   if (ctx.issues?.length) return;

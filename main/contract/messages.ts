@@ -14,9 +14,7 @@ export interface ErrorBody {
   message: string;
 }
 
-export type Response =
-  | { id: Request['id'] | null; ok: true; result: unknown }
-  | { id: Request['id'] | null; ok: false; error: ErrorBody };
+export type Response = { id: Request['id'] | null; ok: true; result: unknown } | { id: Request['id'] | null; ok: false; error: ErrorBody };
 
 export interface EventMessage {
   event: string;

@@ -9,7 +9,10 @@ export const playgroundMethods = {
     params: z
       .strictObject({
         device: z.string().max(64).optional(),
-        capacity: z.union([z.number(), z.string().max(32)]).nullable().optional(),
+        capacity: z
+          .union([z.number(), z.string().max(32)])
+          .nullable()
+          .optional(),
         alloc_conf: z.string().max(1024).optional(),
       })
       .optional(),

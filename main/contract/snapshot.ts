@@ -16,7 +16,16 @@ const token = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'expected 1-64 letters, 
 const device = z.number().int().min(0).max(1023).optional();
 const allocConf = z.string().max(1024);
 /** Bytes, or a size as people write it ("24GiB", "24GB"); null: the simulated device's whole memory. */
-const capacity = z.union([z.number().int().positive().max(2 ** 50), z.string().min(1).max(32)]).nullable();
+const capacity = z
+  .union([
+    z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 50),
+    z.string().min(1).max(32),
+  ])
+  .nullable();
 const base64 = z
   .string()
   .max(SNAPSHOT_CHUNK_CHARS)
@@ -148,8 +157,7 @@ export interface SnapSummary {
 }
 
 export type SnapUploadResult =
-  | { done: false; uploadId: string; received: number; total: number }
-  | { done: true; uploadId: string; snapshot: SnapSummary };
+  { done: false; uploadId: string; received: number; total: number } | { done: true; uploadId: string; snapshot: SnapSummary };
 
 export interface SnapTimelineAllocation {
   size: number;

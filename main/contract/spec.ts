@@ -44,7 +44,6 @@ export type { ModelSpec, OptimizerSpec, ModelKind, OptimizerKind } from './catal
 export { parseSize } from './units';
 export const OPTIMIZERS = OPTIMIZER_KINDS;
 
-
 type SpecFields = typeof SPEC_FIELDS;
 type FieldValue<K extends keyof SpecFields> = SpecFields[K] extends { type: 'enum'; options: readonly { value: infer V }[] }
   ? V
@@ -54,13 +53,9 @@ type FieldValue<K extends keyof SpecFields> = SpecFields[K] extends { type: 'enu
 
 export type Checkpoint = (typeof CHECKPOINT_MODES)[number] | { every: number };
 export type FinetuneSpec =
-  | { method: 'full' }
-  | { method: 'freeze'; blocks: number }
-  | { method: 'lora'; rank: number; alpha: number; targets: string[] };
+  { method: 'full' } | { method: 'freeze'; blocks: number } | { method: 'lora'; rank: number; alpha: number; targets: string[] };
 export type FinetuneInput =
-  | { method: 'full' }
-  | { method: 'freeze'; blocks?: number }
-  | { method: 'lora'; rank?: number; alpha?: number; targets?: string[] };
+  { method: 'full' } | { method: 'freeze'; blocks?: number } | { method: 'lora'; rank?: number; alpha?: number; targets?: string[] };
 export type { ShapeStep, ShapeDraw, Shapes } from './shapes';
 
 /** A validated spec: every field present, in the order the engine's reader lists them. */
@@ -150,9 +145,15 @@ const Optimizer = z.union([z.enum(OPTIMIZER_KINDS), OptimizerObject], {
   error: `must be one of ${quoted(OPTIMIZER_KINDS)} or {"kind": ..., "lr": ..., "foreach": ...}`,
 });
 
-const Checkpoint = z.union([z.enum(CHECKPOINT_MODES), z.strictObject({ every: zField({ type: 'int', min: 1, max: LIMITS.depth, default: 1, label: '', meaning: '' }) })], {
-  error: `must be ${quoted(CHECKPOINT_MODES)} or {"every": n} with n from 1 to ${LIMITS.depth}`,
-});
+const Checkpoint = z.union(
+  [
+    z.enum(CHECKPOINT_MODES),
+    z.strictObject({ every: zField({ type: 'int', min: 1, max: LIMITS.depth, default: 1, label: '', meaning: '' }) }),
+  ],
+  {
+    error: `must be ${quoted(CHECKPOINT_MODES)} or {"every": n} with n from 1 to ${LIMITS.depth}`,
+  },
+);
 
 const F = FINETUNE_FIELDS;
 const Finetune = z.discriminatedUnion(
@@ -164,14 +165,19 @@ const Finetune = z.discriminatedUnion(
       method: z.literal('lora'),
       rank: zField(F.rank).optional(),
       alpha: zField(F.alpha).optional(),
-      targets: z.array(z.string({ error: 'must be a list of projection names' }), { error: 'must be a list of projection names' }).min(1, { error: 'must name at least one projection' }).max(16).optional(),
+      targets: z
+        .array(z.string({ error: 'must be a list of projection names' }), { error: 'must be a list of projection names' })
+        .min(1, { error: 'must name at least one projection' })
+        .max(16)
+        .optional(),
     }),
   ],
   { error: `finetune.method must be ${orList(FINETUNE_METHODS.map((m) => m.value))}` },
 );
 
 const D = SHAPE_DRAW_FIELDS;
-const SHAPE_LIST_ERROR = 'must be null, a list of {"batch": b, "seq": t}, or a draw {"seq": {"min", "max"} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed", "pad_to", "order"}';
+const SHAPE_LIST_ERROR =
+  'must be null, a list of {"batch": b, "seq": t}, or a draw {"seq": {"min", "max"} | {"histogram": [[length, weight], ...]}, "batch", "steps", "seed", "pad_to", "order"}';
 const ShapeList = z
   .array(
     z.strictObject({
@@ -182,12 +188,17 @@ const ShapeList = z
   )
   .min(1, { error: 'must list at least one {"batch", "seq"}' })
   .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} steps` });
-const HistogramEntry = z.tuple([zField(D.max), z.number({ error: 'weight must be a number' }).min(0, { error: 'weight must not be negative' }).finite()], {
-  error: 'must be [length, weight]',
-});
+const HistogramEntry = z.tuple(
+  [zField(D.max), z.number({ error: 'weight must be a number' }).min(0, { error: 'weight must not be negative' }).finite()],
+  {
+    error: 'must be [length, weight]',
+  },
+);
 const SeqDrawSchema = z.union(
   [
-    z.strictObject({ min: zField(D.min), max: zField(D.max) }).refine((r) => (r.min as number) <= (r.max as number), { error: 'min must be at most max', path: ['min'] }),
+    z
+      .strictObject({ min: zField(D.min), max: zField(D.max) })
+      .refine((r) => (r.min as number) <= (r.max as number), { error: 'min must be at most max', path: ['min'] }),
     z.strictObject({
       histogram: z
         .array(HistogramEntry, { error: 'must be a list of [length, weight]' })
@@ -206,9 +217,7 @@ const ShapeDrawSchema = z.strictObject({
   pad_to: zField(D.pad_to).optional(),
   order: z.enum(SHAPE_ORDERS, { error: `must be ${SHAPE_ORDERS.map((o) => `"${o}"`).join(' or ')}` }).optional(),
 });
-const ShapesSchema = z
-  .union([ShapeList, ShapeDrawSchema], { error: SHAPE_LIST_ERROR })
-  .nullable();
+const ShapesSchema = z.union([ShapeList, ShapeDrawSchema], { error: SHAPE_LIST_ERROR }).nullable();
 
 // PYTORCH_CUDA_ALLOC_CONF keys PyTorch 2.11 accepts; values are checked by the native parser.
 const ALLOC_CONF_KEYS = [
@@ -230,8 +239,7 @@ const AllocConf = z
   .max(1024, { error: 'must be at most 1024 characters' })
   .superRefine((s, ctx) => {
     const bad = allocConfKeys(s).find((k) => !(ALLOC_CONF_KEYS as readonly string[]).includes(k));
-    if (bad !== undefined)
-      ctx.addIssue({ code: 'custom', message: `unknown setting "${bad}" (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
+    if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `unknown setting "${bad}" (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
   });
 
 // "sim:<preset>", "sim:custom:<size>" or "cuda:<ordinal>"; the device layer checks the preset exists.
@@ -241,20 +249,18 @@ const Device = z
     error: 'must be "sim:<preset>" (e.g. "sim:h100-80gb"), "sim:custom:<size>" or "cuda:<n>"',
   });
 
-const Capacity = z
-  .union([z.number(), z.string()], { error: 'must be a size like "20GiB" or a number of bytes' })
-  .transform((v, ctx) => {
-    const bytes = typeof v === 'number' ? v : parseSize(v);
-    if (bytes === null) {
-      ctx.addIssue({ code: 'custom', message: `"${v}" is not a size: use a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB` });
-      return z.NEVER;
-    }
-    if (!Number.isFinite(bytes) || bytes < LIMITS.capacityMin || bytes > LIMITS.capacityMax) {
-      ctx.addIssue({ code: 'custom', message: 'must be from 1 MiB to 1 PiB' });
-      return z.NEVER;
-    }
-    return Math.floor(bytes);
-  });
+const Capacity = z.union([z.number(), z.string()], { error: 'must be a size like "20GiB" or a number of bytes' }).transform((v, ctx) => {
+  const bytes = typeof v === 'number' ? v : parseSize(v);
+  if (bytes === null) {
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not a size: use a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB` });
+    return z.NEVER;
+  }
+  if (!Number.isFinite(bytes) || bytes < LIMITS.capacityMin || bytes > LIMITS.capacityMax) {
+    ctx.addIssue({ code: 'custom', message: 'must be from 1 MiB to 1 PiB' });
+    return z.NEVER;
+  }
+  return Math.floor(bytes);
+});
 
 const S = SPEC_FIELDS;
 const SpecObject = z.strictObject({
@@ -392,24 +398,38 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
 
   const ft = spec.finetune;
   if (ft.method !== 'full' && !fam.transformer)
-    issues.push({ path: ['finetune', 'method'], message: `fine-tuning applies to the transformer families (${tokenKinds.join(', ')}): use "full" with model.kind "${m.kind}"`, input: ft.method });
+    issues.push({
+      path: ['finetune', 'method'],
+      message: `fine-tuning applies to the transformer families (${tokenKinds.join(', ')}): use "full" with model.kind "${m.kind}"`,
+      input: ft.method,
+    });
   else if (ft.method === 'freeze' && ft.blocks > depth)
     issues.push({ path: ['finetune', 'blocks'], message: `must be at most model.depth (${depth})`, input: ft.blocks });
   else if (ft.method === 'lora') {
     const allowed = fam.loraTargets.map((t) => t.value);
     ft.targets.forEach((t, i) => {
       if (!allowed.includes(t))
-        issues.push({ path: ['finetune', 'targets', i], message: `must be one of ${quoted(allowed)} for model.kind "${m.kind}"`, input: t });
-      else if (ft.targets.indexOf(t) !== i) issues.push({ path: ['finetune', 'targets', i], message: 'names a projection twice', input: t });
+        issues.push({
+          path: ['finetune', 'targets', i],
+          message: `must be one of ${quoted(allowed)} for model.kind "${m.kind}"`,
+          input: t,
+        });
+      else if (ft.targets.indexOf(t) !== i)
+        issues.push({ path: ['finetune', 'targets', i], message: 'names a projection twice', input: t });
     });
   }
 
   if (spec.mode === 'generate') {
     if (!fam.transformer)
-      issues.push({ path: ['mode'], message: `"generate" needs a transformer family (${tokenKinds.join(', ')}); model.kind is "${m.kind}"`, input: 'generate' });
+      issues.push({
+        path: ['mode'],
+        message: `"generate" needs a transformer family (${tokenKinds.join(', ')}); model.kind is "${m.kind}"`,
+        input: 'generate',
+      });
     else {
       if (spec.prompt < 1) issues.push({ path: ['prompt'], message: 'must be at least 1 in mode "generate"', input: spec.prompt });
-      if (spec.new_tokens < 1) issues.push({ path: ['new_tokens'], message: 'must be at least 1 in mode "generate"', input: spec.new_tokens });
+      if (spec.new_tokens < 1)
+        issues.push({ path: ['new_tokens'], message: 'must be at least 1 in mode "generate"', input: spec.new_tokens });
       if (seq !== undefined && spec.prompt + spec.new_tokens > seq)
         issues.push({
           path: ['new_tokens'],
@@ -422,20 +442,30 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
   if (spec.shapes) {
     const count = shapeCount(spec.shapes);
     if (!fam.transformer)
-      issues.push({ path: ['shapes'], message: `per-iteration shapes apply to the transformer families (${tokenKinds.join(', ')}); use null with model.kind "${m.kind}"` });
-    else if (spec.mode !== 'train') issues.push({ path: ['shapes'], message: 'per-iteration shapes apply to mode "train" only', input: spec.mode });
+      issues.push({
+        path: ['shapes'],
+        message: `per-iteration shapes apply to the transformer families (${tokenKinds.join(', ')}); use null with model.kind "${m.kind}"`,
+      });
+    else if (spec.mode !== 'train')
+      issues.push({ path: ['shapes'], message: 'per-iteration shapes apply to mode "train" only', input: spec.mode });
     else {
       if (isDraw(spec.shapes)) {
         const d = spec.shapes;
         if (seq !== undefined && drawMaxSeq(d) > seq)
           issues.push({ path: ['shapes', 'seq'], message: `lengths must be at most model.seq (${seq})`, input: drawMaxSeq(d) });
-        if (seq !== undefined && d.pad_to > seq) issues.push({ path: ['shapes', 'pad_to'], message: `must be at most model.seq (${seq})`, input: d.pad_to });
+        if (seq !== undefined && d.pad_to > seq)
+          issues.push({ path: ['shapes', 'pad_to'], message: `must be at most model.seq (${seq})`, input: d.pad_to });
       } else
         spec.shapes.forEach((s, i) => {
-          if (seq !== undefined && s.seq > seq) issues.push({ path: ['shapes', i, 'seq'], message: `must be at most model.seq (${seq})`, input: s.seq });
+          if (seq !== undefined && s.seq > seq)
+            issues.push({ path: ['shapes', i, 'seq'], message: `must be at most model.seq (${seq})`, input: s.seq });
         });
       if (raw.iterations !== undefined && raw.iterations !== count)
-        issues.push({ path: ['iterations'], message: `must equal the number of shapes (${count}): one iteration per shape`, input: raw.iterations });
+        issues.push({
+          path: ['iterations'],
+          message: `must equal the number of shapes (${count}): one iteration per shape`,
+          input: raw.iterations,
+        });
     }
   }
   if (spec.empty_cache_every > 0 && spec.mode !== 'train')
@@ -469,7 +499,9 @@ export function parseSpec(input: unknown): Spec {
 /** An object given for "kind string or {kind, ...}" fails inside the object: report those issues. */
 function expandUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
   if (issue.code !== 'invalid_union' || !issue.input || typeof issue.input !== 'object') return [issue];
-  const inner = issue.errors.find((errs) => errs.length && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message)));
+  const inner = issue.errors.find(
+    (errs) => errs.length && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message)),
+  );
   if (!inner) return [issue];
   return inner.map((e) => ({ ...e, path: [...issue.path, ...e.path] }) as z.core.$ZodIssue).flatMap(expandUnion);
 }

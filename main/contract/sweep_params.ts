@@ -7,7 +7,19 @@ import { DEFAULT_MODEL_KIND, FAMILY_TABLE, families, fieldNames, loraAlphaDefaul
 type Families = typeof FAMILY_TABLE;
 export type ModelFieldName = { [K in ModelKind]: keyof Families[K]['fields'] }[ModelKind] & string;
 
-const TOP = ['batch', 'checkpoint', 'precision', 'weights', 'optimizer', 'accum', 'iterations', 'mode', 'prompt', 'new_tokens', 'cache'] as const;
+const TOP = [
+  'batch',
+  'checkpoint',
+  'precision',
+  'weights',
+  'optimizer',
+  'accum',
+  'iterations',
+  'mode',
+  'prompt',
+  'new_tokens',
+  'cache',
+] as const;
 const MODEL_FIELDS = fieldNames(families()) as ModelFieldName[];
 
 export type SweepParam = (typeof TOP)[number] | ModelFieldName | 'rank';

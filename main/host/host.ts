@@ -1,7 +1,15 @@
 // The host owns the native addon and answers the contract's methods. Both transports
 // (Electron IPC, WebSocket) hand it raw messages; it validates, dispatches, and never throws.
 import { EventEmitter } from 'node:events';
-import { RequestSchema, methods, type MethodInput, type MethodName, type MethodResults, type Response, type EventMessage } from '../contract';
+import {
+  RequestSchema,
+  methods,
+  type MethodInput,
+  type MethodName,
+  type MethodResults,
+  type Response,
+  type EventMessage,
+} from '../contract';
 import type { NativeAddon } from '../addon/types';
 import { describeError } from './errors';
 
@@ -84,8 +92,7 @@ export class Host {
     let checked: unknown = params;
     if (schema) {
       const res = schema.safeParse(params);
-      if (!res.success)
-        return { id, ok: false, error: { code: 'invalid_params', message: `${method}: ${summarize(res.error)}` } };
+      if (!res.success) return { id, ok: false, error: { code: 'invalid_params', message: `${method}: ${summarize(res.error)}` } };
       checked = res.data;
     }
     try {
@@ -99,8 +106,7 @@ export class Host {
 function idOf(raw: unknown): string | number | null {
   if (raw && typeof raw === 'object' && 'id' in raw) {
     const id = (raw as { id: unknown }).id;
-    if ((typeof id === 'number' && Number.isInteger(id) && id >= 0) || (typeof id === 'string' && id.length <= 64))
-      return id;
+    if ((typeof id === 'number' && Number.isInteger(id) && id >= 0) || (typeof id === 'string' && id.length <= 64)) return id;
   }
   return null;
 }

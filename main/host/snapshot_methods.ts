@@ -62,7 +62,9 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
     const devices = snapshotDevices(s);
     const dev = device ?? defaultDevice(s);
     if (device !== undefined && !devices.includes(device))
-      throw new Error(`snapshot "${entry.name}" has no device ${device}; it has ${devices.length ? `device${devices.length > 1 ? 's' : ''} ${devices.join(', ')}` : 'no trace or segments'}`);
+      throw new Error(
+        `snapshot "${entry.name}" has no device ${device}; it has ${devices.length ? `device${devices.length > 1 ? 's' : ''} ${devices.join(', ')}` : 'no trace or segments'}`,
+      );
     let c = entry.extra.devices.get(dev);
     if (!c) {
       c = { stats: traceStats(s, dev, { top: 200, maxPoints: 1 }), start: windowStart(s, dev), outcomes: new Map() };
@@ -97,7 +99,13 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       allocatorSettings: settingsOf(s),
       ooms: st.ooms.map((o, k) => {
         const d = k === 0 ? diagnosis(cache, s, device) : null;
-        return { ...o, frames: o.frames.map(cut), capped: o.deviceFree > o.size, reproducingCaps: d?.reproducingCaps ?? null, where: o.where && cutWhere(o.where) };
+        return {
+          ...o,
+          frames: o.frames.map(cut),
+          capped: o.deviceFree > o.size,
+          reproducingCaps: d?.reproducingCaps ?? null,
+          where: o.where && cutWhere(o.where),
+        };
       }),
       whereAtPeak: cutWhere(st.whereAtPeak),
       replay: hasNativeReplay(native),
@@ -247,6 +255,8 @@ function toOutcome(r: ReplayOutcome): SnapOutcome {
     numAllocRetries: r.numAllocRetries,
     fragmentation: r.unallocatedAtPeak,
     recordedOoms: r.oomAttempts.map((a) => ({ eventIndex: a.eventIndex, failed: a.failed })),
-    oom: r.firstOom ? { eventIndex: r.firstOom.eventIndex, size: r.firstOom.size, message: r.firstOom.message, frames: r.firstOom.frames.map(cut) } : null,
+    oom: r.firstOom
+      ? { eventIndex: r.firstOom.eventIndex, size: r.firstOom.size, message: r.firstOom.message, frames: r.firstOom.frames.map(cut) }
+      : null,
   };
 }

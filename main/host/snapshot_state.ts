@@ -34,9 +34,15 @@ export function roundRequest(size: number): number {
 }
 
 /** `start` is windowStart(s, device), passed in when the caller keeps it. */
-export function stateAt(s: Snapshot, device: number, eventIndex: number, start: WindowStart = windowStart(s, device)): Omit<SnapStateAt, 'id'> {
+export function stateAt(
+  s: Snapshot,
+  device: number,
+  eventIndex: number,
+  start: WindowStart = windowStart(s, device),
+): Omit<SnapStateAt, 'id'> {
   const events = s.deviceTraces[device] ?? [];
-  if (eventIndex >= events.length) throw new Error(`event ${eventIndex} is past the trace's end: it has ${events.length} events (0-${events.length - 1})`);
+  if (eventIndex >= events.length)
+    throw new Error(`event ${eventIndex} is past the trace's end: it has ${events.length} events (0-${events.length - 1})`);
   // Live allocations come from the one fold over the trace; segments are tracked beside it.
   const segs: Seg[] = start.segments.map((g) => ({ address: g.address, size: g.size, stream: g.stream }));
   const r = foldTrace(
@@ -53,7 +59,8 @@ export function stateAt(s: Snapshot, device: number, eventIndex: number, start: 
     { start, until: eventIndex },
   );
   const live = new Map<number, Live>();
-  for (const a of r.live.values()) live.set(a.address, { address: a.address, requested: a.size, allocIndex: a.allocIndex, pending: a.freeRequested, frames: a.frames });
+  for (const a of r.live.values())
+    live.set(a.address, { address: a.address, requested: a.size, allocIndex: a.allocIndex, pending: a.freeRequested, frames: a.frames });
 
   // Pools as the snapshot's final segments name them, else by size.
   const finalType = new Map<number, 'small' | 'large'>();
@@ -109,7 +116,9 @@ export function stateAt(s: Snapshot, device: number, eventIndex: number, start: 
     device,
     eventIndex,
     events: events.length,
-    event: e ? { index: eventIndex, action: e.action, address: e.addr, size: e.size, timeUs: e.timeUs, frames: shortFrames(e.frames) } : null,
+    event: e
+      ? { index: eventIndex, action: e.action, address: e.addr, size: e.size, timeUs: e.timeUs, frames: shortFrames(e.frames) }
+      : null,
     reserved: segs.reduce((a, g) => a + g.size, 0),
     allocated,
     inactiveSplit,

@@ -53,7 +53,10 @@ export class SnapshotStore<Extra> {
   private readonly entries = new Map<string, StoredSnapshot<Extra>>();
   readonly limits: StoreLimits;
 
-  constructor(limits: Partial<StoreLimits> = {}, private readonly now: () => number = Date.now) {
+  constructor(
+    limits: Partial<StoreLimits> = {},
+    private readonly now: () => number = Date.now,
+  ) {
     this.limits = { ...DEFAULT_STORE_LIMITS, ...limits };
   }
 

@@ -44,7 +44,12 @@ export function buildTimeline(s: Snapshot, device: number, maxPoints = 800, maxA
   const initial = r.initialTotals;
 
   // The sampled moments: the initial state, then each bucket's allocated peak.
-  const points: SnapTimeline['points'] = { eventIndex: [-1], timeUs: [n ? events[0].timeUs : 0], allocated: [initial.allocated], reserved: [initial.reserved] };
+  const points: SnapTimeline['points'] = {
+    eventIndex: [-1],
+    timeUs: [n ? events[0].timeUs : 0],
+    allocated: [initial.allocated],
+    reserved: [initial.reserved],
+  };
   const bucket = Math.max(1, Math.ceil(n / Math.max(1, maxPoints - 1)));
   for (let lo = 0; lo < n; lo += bucket) {
     const hi = Math.min(n, lo + bucket);

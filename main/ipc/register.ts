@@ -7,8 +7,7 @@ import { CHANNEL_EVENT, CHANNEL_REQUEST } from './channels';
 
 export function registerIpc(host: Host, isTrustedSender: (e: IpcMainInvokeEvent) => boolean): () => void {
   ipcMain.handle(CHANNEL_REQUEST, async (event, raw: unknown) => {
-    if (!isTrustedSender(event))
-      return { id: null, ok: false, error: { code: 'bad_request', message: 'request from an untrusted frame' } };
+    if (!isTrustedSender(event)) return { id: null, ok: false, error: { code: 'bad_request', message: 'request from an untrusted frame' } };
     if (JSON.stringify(raw ?? null).length > MAX_MESSAGE_BYTES)
       return { id: null, ok: false, error: { code: 'bad_request', message: 'message too large' } };
     return host.handle(raw, 'ipc');

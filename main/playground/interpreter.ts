@@ -207,7 +207,9 @@ export class Interpreter {
           return this.plain({ kind: 'number', value: e.op === '-' ? -n : n, isInt });
         }
         this.dropTemp(v);
-        throw typeError(`bad operand type for unary ${e.op}: '${typeName(v.value)}'${v.value.kind === 'tensor' ? ' (tensor arithmetic other than @ is not modelled here)' : ''}`);
+        throw typeError(
+          `bad operand type for unary ${e.op}: '${typeName(v.value)}'${v.value.kind === 'tensor' ? ' (tensor arithmetic other than @ is not modelled here)' : ''}`,
+        );
       }
       case 'binary':
         return this.binary(e);
@@ -227,7 +229,9 @@ export class Interpreter {
     if (dt) return { kind: 'dtype', dtype: dt };
     if (isUnsupportedDtype(name)) throw typeError(unsupportedDtype(name));
     if (name === 'torch' || TORCH_FNS.has(name) || CUDA_FNS.has(name) || BUILTINS.has(name))
-      throw typeError(`${name} is a ${name === 'torch' ? 'module' : 'function'}: call it, e.g. ${name === 'torch' ? 'torch.randn(10)' : `${name}(...)`}`);
+      throw typeError(
+        `${name} is a ${name === 'torch' ? 'module' : 'function'}: call it, e.g. ${name === 'torch' ? 'torch.randn(10)' : `${name}(...)`}`,
+      );
     throw nameError(name);
   }
 
@@ -264,7 +268,9 @@ export class Interpreter {
         if (dt) return this.plain({ kind: 'dtype', dtype: dt });
         if (isUnsupportedDtype(path[1])) throw typeError(unsupportedDtype(path[1]));
       }
-      throw attributeError(`module '${path.slice(0, -1).join('.')}' has no attribute '${path[path.length - 1]}' here (or call it: ${path.join('.')}(...))`);
+      throw attributeError(
+        `module '${path.slice(0, -1).join('.')}' has no attribute '${path[path.length - 1]}' here (or call it: ${path.join('.')}(...))`,
+      );
     }
     const target = this.eval(e.target);
     if (target.value.kind !== 'tensor') {
@@ -333,9 +339,12 @@ export class Interpreter {
     else if (path.length === 2 && path[0] === 'torch' && TORCH_FNS.has(path[1])) fn = path[1];
     else if (path.length === 3 && path[0] === 'torch' && path[1] === 'cuda' && CUDA_FNS.has(path[2])) fn = path[2];
     else if (path[0] === 'torch')
-      throw attributeError(`module '${path.slice(0, -1).join('.')}' has no attribute '${path[path.length - 1]}' in the playground (try help)`);
+      throw attributeError(
+        `module '${path.slice(0, -1).join('.')}' has no attribute '${path[path.length - 1]}' in the playground (try help)`,
+      );
     if (!fn || !(TORCH_FNS.has(fn) || CUDA_FNS.has(fn) || BUILTINS.has(fn))) {
-      if (path.length === 1 && (dtypeNamed(path[0]) || isUnsupportedDtype(path[0]))) throw typeError(`'torch.dtype' object is not callable`);
+      if (path.length === 1 && (dtypeNamed(path[0]) || isUnsupportedDtype(path[0])))
+        throw typeError(`'torch.dtype' object is not callable`);
       throw nameError(path[0]);
     }
     const { args, kwargs } = this.args(e);
@@ -353,7 +362,8 @@ export class Interpreter {
       noKwargs(full, kwargs);
       if (args.length !== 2) throw typeError(`${full}() takes 2 tensors (${args.length} given)`);
       const [a, b] = args.map((h) => h.value);
-      if (a.kind !== 'tensor' || b.kind !== 'tensor') throw typeError(`${full}(): arguments must be tensors, not ${typeName(a)} and ${typeName(b)}`);
+      if (a.kind !== 'tensor' || b.kind !== 'tensor')
+        throw typeError(`${full}(): arguments must be tensors, not ${typeName(a)} and ${typeName(b)}`);
       if (fn === 'mm') this.checkMatrices(a.id, b.id);
       return this.op(args, () => this.native.matmul(a.id, b.id));
     }
@@ -375,7 +385,8 @@ export class Interpreter {
     const device = kwargs.get('device') ?? args[0];
     if (device) checkDevice(device.value, full);
     for (const k of kwargs.keys())
-      if (k !== 'device' && !(fn === 'memory_summary' && k === 'abbreviated')) throw typeError(`${full}() got an unexpected keyword argument '${k}'`);
+      if (k !== 'device' && !(fn === 'memory_summary' && k === 'abbreviated'))
+        throw typeError(`${full}() got an unexpected keyword argument '${k}'`);
     if (args.length > 1) throw typeError(`${full}() takes at most 1 positional argument (${args.length} given)`);
     switch (fn) {
       case 'empty_cache':
@@ -426,7 +437,8 @@ export class Interpreter {
         case 'view':
         case 'reshape': {
           noKwargs(`${name}`, kwargs);
-          if (args.length === 1 && args[0].value.kind === 'dtype') throw typeError(`x.${name}(dtype) reinterprets bytes; it is not modelled in the playground`);
+          if (args.length === 1 && args[0].value.kind === 'dtype')
+            throw typeError(`x.${name}(dtype) reinterprets bytes; it is not modelled in the playground`);
           const shape = shapeArgs(name, args, undefined, true);
           return this.op([target], () => (name === 'view' ? this.native.view(id, shape) : this.native.reshape(id, shape)));
         }
@@ -491,7 +503,8 @@ export class Interpreter {
       if (k === 'dtype') dtype = dtypeOf(h.value, 'to');
       else if (k === 'device') checkDevice(h.value, 'to');
       else if (k !== 'non_blocking' && k !== 'copy') throw typeError(`to() got an unexpected keyword argument '${k}'`);
-      if (k === 'copy' && h.value.kind === 'bool' && h.value.value) throw valueError('to(copy=True) is not modelled in the playground: use clone()');
+      if (k === 'copy' && h.value.kind === 'bool' && h.value.value)
+        throw valueError('to(copy=True) is not modelled in the playground: use clone()');
     }
     return dtype ?? (this.native.info(id).dtype as NativeDType);
   }
@@ -505,7 +518,11 @@ export class Interpreter {
         const d = args[0].value;
         if (d.kind !== 'number' || !d.isInt) throw typeError('size(): dim must be an int');
         const n = info.shape.length;
-        if (d.value < -n || d.value >= n) throw new PlaygroundError('IndexError', `Dimension out of range (expected to be in range of [${-n}, ${n - 1}], but got ${d.value})`);
+        if (d.value < -n || d.value >= n)
+          throw new PlaygroundError(
+            'IndexError',
+            `Dimension out of range (expected to be in range of [${-n}, ${n - 1}], but got ${d.value})`,
+          );
         return this.plain(int(info.shape[d.value < 0 ? d.value + n : d.value]));
       }
       case 'numel':
@@ -568,7 +585,27 @@ function dottedPath(e: Expr): string[] | null {
   return null;
 }
 
-const TENSOR_METHODS = new Set(['view', 'reshape', 't', 'clone', 'contiguous', 'to', 'half', 'float', 'bfloat16', 'double', 'cuda', 'matmul', 'mm', 'size', 'numel', 'dim', 'element_size', 'is_contiguous', 'data_ptr']);
+const TENSOR_METHODS = new Set([
+  'view',
+  'reshape',
+  't',
+  'clone',
+  'contiguous',
+  'to',
+  'half',
+  'float',
+  'bfloat16',
+  'double',
+  'cuda',
+  'matmul',
+  'mm',
+  'size',
+  'numel',
+  'dim',
+  'element_size',
+  'is_contiguous',
+  'data_ptr',
+]);
 
 function noKwargs(fn: string, kwargs: Map<string, Held>): void {
   const k = kwargs.keys().next();
@@ -592,8 +629,10 @@ function dtypeOf(v: Value, fn: string): NativeDType {
 function checkDevice(v: Value, fn: string): void {
   if (v.kind === 'number' && v.isInt && v.value === 0) return;
   if (v.kind === 'string' && /^cuda(:0)?$/.test(v.value)) return;
-  if (v.kind === 'string' && /^cuda:\d+$/.test(v.value)) throw runtimeError(`${fn}(): the playground has one device, cuda:0 (the session's)`);
-  if (v.kind === 'string' && v.value === 'cpu') throw valueError(`${fn}(): CPU tensors are not modelled here; tensors live on the session's device ('cuda')`);
+  if (v.kind === 'string' && /^cuda:\d+$/.test(v.value))
+    throw runtimeError(`${fn}(): the playground has one device, cuda:0 (the session's)`);
+  if (v.kind === 'string' && v.value === 'cpu')
+    throw valueError(`${fn}(): CPU tensors are not modelled here; tensors live on the session's device ('cuda')`);
   throw typeError(`${fn}(): device must be 'cuda' (the session's device), not ${reprValue(v)}`);
 }
 

@@ -1,13 +1,6 @@
 // The native playground session (EngineSession in native/addon/engine_binding.cpp): ops on
 // the engine and its caching allocator, tensors named by integer ids.
-import type {
-  NativeAddon,
-  NativeDType,
-  NativeSession,
-  NativeSessionDevice,
-  NativeSessionOptions,
-  NativeTensorInfo,
-} from '../addon/types';
+import type { NativeAddon, NativeDType, NativeSession, NativeSessionDevice, NativeSessionOptions, NativeTensorInfo } from '../addon/types';
 
 export type { NativeDType, NativeTensorInfo, NativeSessionDevice, NativeSession, NativeSessionOptions };
 

@@ -13,16 +13,42 @@ export type Expr =
   | { kind: 'binary'; op: '@' | '*' | '/' | '//' | '%' | '+' | '-' | '**'; left: Expr; right: Expr; col: number }
   | { kind: 'unary'; op: '-' | '+'; operand: Expr; col: number };
 
-export type Statement =
-  | { kind: 'assign'; targets: string[]; expr: Expr }
-  | { kind: 'del'; names: string[] }
-  | { kind: 'expr'; expr: Expr };
+export type Statement = { kind: 'assign'; targets: string[]; expr: Expr } | { kind: 'del'; names: string[] } | { kind: 'expr'; expr: Expr };
 
 const MAX_DEPTH = 64;
 const KEYWORDS = new Set([
-  'and', 'as', 'assert', 'async', 'await', 'break', 'class', 'continue', 'def', 'del', 'elif', 'else', 'except',
-  'finally', 'for', 'from', 'global', 'if', 'import', 'in', 'is', 'lambda', 'nonlocal', 'not', 'or', 'pass',
-  'raise', 'return', 'try', 'while', 'with', 'yield',
+  'and',
+  'as',
+  'assert',
+  'async',
+  'await',
+  'break',
+  'class',
+  'continue',
+  'def',
+  'del',
+  'elif',
+  'else',
+  'except',
+  'finally',
+  'for',
+  'from',
+  'global',
+  'if',
+  'import',
+  'in',
+  'is',
+  'lambda',
+  'nonlocal',
+  'not',
+  'or',
+  'pass',
+  'raise',
+  'return',
+  'try',
+  'while',
+  'with',
+  'yield',
 ]);
 
 /** Statements of one line (`;` separates several); an empty line or a comment gives none. */

@@ -41,7 +41,20 @@ const DTYPES: Record<string, NativeDType> = {
   float64: 'float64',
   double: 'float64',
 };
-const UNSUPPORTED_DTYPES = new Set(['int64', 'long', 'int32', 'int', 'int16', 'short', 'int8', 'uint8', 'bool', 'complex64', 'float8_e4m3fn', 'float8_e5m2']);
+const UNSUPPORTED_DTYPES = new Set([
+  'int64',
+  'long',
+  'int32',
+  'int',
+  'int16',
+  'short',
+  'int8',
+  'uint8',
+  'bool',
+  'complex64',
+  'float8_e4m3fn',
+  'float8_e5m2',
+]);
 
 export function dtypeNamed(name: string): NativeDType | undefined {
   return DTYPES[name];

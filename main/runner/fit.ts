@@ -119,5 +119,14 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     else hi = mid;
   }
   const best = probes.find((p) => p.value === lo && p.ok);
-  return { fitId, param, value: lo, batch: best?.batch ?? 0, capacity: spec.capacity ?? card.total, total: card.total, context: card.context, probes };
+  return {
+    fitId,
+    param,
+    value: lo,
+    batch: best?.batch ?? 0,
+    capacity: spec.capacity ?? card.total,
+    total: card.total,
+    context: card.context,
+    probes,
+  };
 }

@@ -30,14 +30,22 @@ export const LENGTH_FIXES: readonly Fix[] = [
     apply: (s, steps, seq) => {
       const bucket = Math.min(PAD_BUCKET, seq);
       if (isDraw(s.shapes)) return { ...s, shapes: { ...s.shapes, pad_to: Math.max(s.shapes.pad_to, bucket) } };
-      return withSteps(s, steps.map((x) => ({ batch: x.batch, seq: padded(x.seq, bucket, seq) })));
+      return withSteps(
+        s,
+        steps.map((x) => ({ batch: x.batch, seq: padded(x.seq, bucket, seq) })),
+      );
     },
   },
   {
     id: 'longest_first',
     label: 'Longest batch first',
     apply: (s, steps) =>
-      isDraw(s.shapes) ? { ...s, shapes: { ...s.shapes, order: 'longest_first' } } : withSteps(s, [...steps].sort((a, b) => b.seq - a.seq)),
+      isDraw(s.shapes)
+        ? { ...s, shapes: { ...s.shapes, order: 'longest_first' } }
+        : withSteps(
+            s,
+            [...steps].sort((a, b) => b.seq - a.seq),
+          ),
   },
   {
     id: 'pack',
@@ -47,7 +55,10 @@ export const LENGTH_FIXES: readonly Fix[] = [
       const rows = Math.max(...steps.map((x) => x.batch));
       const len = Math.max(...steps.map((x) => x.seq));
       const n = Math.max(1, Math.ceil(tokensOf(steps) / (rows * len)));
-      return withSteps(s, Array.from({ length: n }, () => ({ batch: rows, seq: len })));
+      return withSteps(
+        s,
+        Array.from({ length: n }, () => ({ batch: rows, seq: len })),
+      );
     },
   },
   {
@@ -76,7 +87,8 @@ function withSetting(conf: string, key: string, value: string): string {
 /** The variants of a spec with per-iteration shapes, validated before any runs. */
 export function lengthFixSpecs(input: unknown): { fix: Fix; spec: Spec; steps: ShapeStep[] }[] {
   const spec = parseSpec(input);
-  if (!spec.shapes) throw new SpecError(['shapes: the fixes compare runs whose sequence lengths vary: give per-iteration shapes or a draw']);
+  if (!spec.shapes)
+    throw new SpecError(['shapes: the fixes compare runs whose sequence lengths vary: give per-iteration shapes or a draw']);
   const seq = (spec.model as { seq?: number }).seq ?? 1;
   const steps = engineSpec(spec).shapes as ShapeStep[];
   return LENGTH_FIXES.map((fix) => {

@@ -88,9 +88,7 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
   });
   host.register('sweep.start', async ({ spec, param, values }) => runSweep(await manager(), spec, param, values));
   host.register('fixes.start', async ({ spec }) => runFixes(await manager(), spec));
-  host.register('fit.start', async ({ spec, param, max, maxBatch }) =>
-    runFit(await manager(), spec, { param, max: max ?? maxBatch }),
-  );
+  host.register('fit.start', async ({ spec, param, max, maxBatch }) => runFit(await manager(), spec, { param, max: max ?? maxBatch }));
   return { manager };
 }
 

@@ -16,7 +16,6 @@ export function tokenMatches(given: string | null, token: string): boolean {
 
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 
-
 export function isLoopback(host: string): boolean {
   return LOOPBACK_NAMES.includes(host) || host === '::1';
 }

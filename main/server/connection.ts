@@ -105,7 +105,10 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
       await send({
         id: ok ? (id as string | number) : null,
         ok: false,
-        error: { code: 'unavailable', message: `busy: ${limits.maxInFlight} requests already in flight on this connection; wait for a reply` },
+        error: {
+          code: 'unavailable',
+          message: `busy: ${limits.maxInFlight} requests already in flight on this connection; wait for a reply`,
+        },
       });
       return;
     }
@@ -127,19 +130,22 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
   // flight and no request for idleMs is closed gracefully (close() still flushes replies).
   let missed = 0;
   ws.on('pong', () => (alive = true));
-  const timer = setInterval(() => {
-    missed = alive ? 0 : missed + 1;
-    if (missed >= 3) {
-      ws.terminate();
-      return;
-    }
-    if (inFlight === 0 && Date.now() - lastSeen > limits.idleMs && ws.readyState === ws.OPEN) {
-      ws.close(1001, 'idle');
-      return;
-    }
-    alive = false;
-    ws.ping();
-  }, Math.min(limits.pingMs, limits.idleMs));
+  const timer = setInterval(
+    () => {
+      missed = alive ? 0 : missed + 1;
+      if (missed >= 3) {
+        ws.terminate();
+        return;
+      }
+      if (inFlight === 0 && Date.now() - lastSeen > limits.idleMs && ws.readyState === ws.OPEN) {
+        ws.close(1001, 'idle');
+        return;
+      }
+      alive = false;
+      ws.ping();
+    },
+    Math.min(limits.pingMs, limits.idleMs),
+  );
   timer.unref?.();
   ws.on('close', () => clearInterval(timer));
   ws.on('error', () => ws.terminate());

@@ -156,8 +156,18 @@ function toSegment(g: ExportSegment, device: number): SnapshotSegment {
     if (b.address !== at) throw new Error(`export: blocks of segment ${g.address} do not tile it (gap or overlap at ${at})`);
     at += b.size;
   }
-  if (at !== g.address + g.totalSize) throw new Error(`export: blocks of segment ${g.address} cover ${at - g.address} of ${g.totalSize} bytes`);
-  return segmentFrom(device, g.address, g.totalSize, g.stream ?? 0, g.isLarge ?? g.totalSize !== SMALL_SEGMENT, g.isExpandable ?? false, g.frames ?? NO_FRAMES, blocks);
+  if (at !== g.address + g.totalSize)
+    throw new Error(`export: blocks of segment ${g.address} cover ${at - g.address} of ${g.totalSize} bytes`);
+  return segmentFrom(
+    device,
+    g.address,
+    g.totalSize,
+    g.stream ?? 0,
+    g.isLarge ?? g.totalSize !== SMALL_SEGMENT,
+    g.isExpandable ?? false,
+    g.frames ?? NO_FRAMES,
+    blocks,
+  );
 }
 
 function segmentFrom(
@@ -334,7 +344,11 @@ export function exportRunRecord(record: RunRecord, allocConf = record.meta.spec.
   const annotations: ExportAnnotation[] = [];
   for (const e of record.events) {
     if (e.type === 'phase') {
-      annotations.push({ stage: e.edge === 'begin' ? 'START' : 'END', name: e.name + (e.module ? `:${e.module}` : ''), timeUs: e.t * 1000 });
+      annotations.push({
+        stage: e.edge === 'begin' ? 'START' : 'END',
+        name: e.name + (e.module ? `:${e.module}` : ''),
+        timeUs: e.t * 1000,
+      });
       continue;
     }
     const action = normaliseAction(e.action);

@@ -65,7 +65,15 @@ export function foldTrace(s: Snapshot, device: number, visitor: TraceVisitor = {
   const totals: FoldTotals = { allocated: 0, reserved: 0 };
   for (const g of initial.segments) totals.reserved += g.size;
   for (const b of initial.blocks) {
-    const a: Allocation = { id: nextId++, address: b.address, size: b.requestedSize, stream: b.stream, allocIndex: -1, frames: b.frames, freeRequested: b.freeRequested };
+    const a: Allocation = {
+      id: nextId++,
+      address: b.address,
+      size: b.requestedSize,
+      stream: b.stream,
+      allocIndex: -1,
+      frames: b.frames,
+      freeRequested: b.freeRequested,
+    };
     live.set(a.address, a);
     totals.allocated += a.size;
     visitor.alloc?.(a, -1, null);
@@ -82,7 +90,15 @@ export function foldTrace(s: Snapshot, device: number, visitor: TraceVisitor = {
           totals.allocated -= lost.size;
           visitor.free?.(lost, i, e);
         }
-        const a: Allocation = { id: nextId++, address: e.addr, size: e.size, stream: e.stream, allocIndex: i, frames: e.frames, freeRequested: false };
+        const a: Allocation = {
+          id: nextId++,
+          address: e.addr,
+          size: e.size,
+          stream: e.stream,
+          allocIndex: i,
+          frames: e.frames,
+          freeRequested: false,
+        };
         live.set(e.addr, a);
         totals.allocated += e.size;
         visitor.alloc?.(a, i, e);

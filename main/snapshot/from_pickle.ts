@@ -220,7 +220,8 @@ export function snapshotFromPickle(value: PickleValue, streamed?: StreamedTraces
       : c.list(tracesRaw, 'device_traces').map((t, d) => {
           const done = Array.isArray(t) ? streamed?.get(t) : undefined;
           if (done) {
-            if ((t as PickleValue[]).length) throw new SnapshotFormatError(`device_traces[${d}]`, 'a trace list mixes events with other values');
+            if ((t as PickleValue[]).length)
+              throw new SnapshotFormatError(`device_traces[${d}]`, 'a trace list mixes events with other values');
             used++;
             return done;
           }
@@ -265,21 +266,29 @@ function segment(c: Converter, raw: PickleValue, path: string): SnapshotSegment 
     throw new SnapshotFormatError(`${path}.blocks`, `blocks cover ${covered} bytes but the segment is ${totalSize}`);
   }
 
-  const sumIf = (pred: (b: SnapshotBlock) => boolean, f: (b: SnapshotBlock) => number) =>
-    blocks.filter(pred).reduce((n, b) => n + f(b), 0);
+  const sumIf = (pred: (b: SnapshotBlock) => boolean, f: (b: SnapshotBlock) => number) => blocks.filter(pred).reduce((n, b) => n + f(b), 0);
   return {
     device: c.int(d.get('device') ?? 0, `${path}.device`),
     address,
     totalSize,
     allocatedSize: d.has('allocated_size')
       ? c.size(d.get('allocated_size'), `${path}.allocated_size`)
-      : sumIf((b) => b.state === 'active_allocated', (b) => b.size),
+      : sumIf(
+          (b) => b.state === 'active_allocated',
+          (b) => b.size,
+        ),
     activeSize: d.has('active_size')
       ? c.size(d.get('active_size'), `${path}.active_size`)
-      : sumIf((b) => b.state !== 'inactive', (b) => b.size),
+      : sumIf(
+          (b) => b.state !== 'inactive',
+          (b) => b.size,
+        ),
     requestedSize: d.has('requested_size')
       ? c.size(d.get('requested_size'), `${path}.requested_size`)
-      : sumIf((b) => b.state !== 'inactive', (b) => b.requestedSize),
+      : sumIf(
+          (b) => b.state !== 'inactive',
+          (b) => b.requestedSize,
+        ),
     stream: c.int(d.get('stream') ?? 0, `${path}.stream`),
     segmentType: type,
     segmentPoolId: [c.int(pool[0], `${path}.segment_pool_id[0]`), c.int(pool[1], `${path}.segment_pool_id[1]`)],
@@ -333,12 +342,26 @@ export function event(c: Converter, raw: PickleValue, path: string | (() => stri
     const stream = raw.get('stream') ?? 0;
     const time = raw.get('time_us');
     if (
-      typeof action === 'string' && ACTIONS.has(action) && action !== 'oom' && action !== 'snapshot' &&
-      isCount(addr) && isCount(size) && typeof stream === 'number' && Number.isInteger(stream) &&
+      typeof action === 'string' &&
+      ACTIONS.has(action) &&
+      action !== 'oom' &&
+      action !== 'snapshot' &&
+      isCount(addr) &&
+      isCount(size) &&
+      typeof stream === 'number' &&
+      Number.isInteger(stream) &&
       (time === undefined || (typeof time === 'number' && Number.isInteger(time))) &&
-      !raw.has('compile_context') && !raw.has('user_metadata')
+      !raw.has('compile_context') &&
+      !raw.has('user_metadata')
     ) {
-      return { action: action as TraceAction, addr, size, stream, timeUs: time ?? 0, frames: c.frames(raw.get('frames'), () => `${typeof path === 'string' ? path : path()}.frames`) };
+      return {
+        action: action as TraceAction,
+        addr,
+        size,
+        stream,
+        timeUs: time ?? 0,
+        frames: c.frames(raw.get('frames'), () => `${typeof path === 'string' ? path : path()}.frames`),
+      };
     }
   }
   return eventChecked(c, raw, typeof path === 'string' ? path : path());

@@ -207,7 +207,12 @@ export function replayer(s: Snapshot, device: number, replay: ReplayFn = nativeR
         stream: trace.streamValues[g.stream] ?? 0,
         isLarge: g.pool === 'large',
         isExpandable: g.isExpandable,
-        blocks: g.blocks.map((b) => ({ address: b.address, size: b.size, requestedSize: b.requestedSize, allocated: b.state !== 'inactive' })),
+        blocks: g.blocks.map((b) => ({
+          address: b.address,
+          size: b.size,
+          requestedSize: b.requestedSize,
+          allocated: b.state !== 'inactive',
+        })),
       }));
       return { outcome, history: r.history ?? [], segments };
     }

@@ -68,10 +68,7 @@ export interface ReplayTrace {
 const EMPTY_CACHE_FRAME = /emptyCache|empty_cache/;
 
 /** How a burst of segment frees came about. */
-export function classifyRelease(
-  events: readonly TraceEvent[],
-  start: number,
-): { kind: 'empty_cache' | 'internal'; end: number } {
+export function classifyRelease(events: readonly TraceEvent[], start: number): { kind: 'empty_cache' | 'internal'; end: number } {
   let end = start;
   while (end < events.length && (events[end].action === 'segment_free' || events[end].action === 'segment_unmap')) end++;
   const framed = events.slice(start, end).filter((e) => e.frames.length > 0);

@@ -250,7 +250,8 @@ function unfree(
   } else if (tail > 0 && g.pool === 'large' && !g.expandable) {
     // A remainder the allocator would not have split off stayed part of the block.
     const oversize = rounded >= maxSplit;
-    const nonSplit = typeof other?.get('max_non_split_rounding_size') === 'number' ? (other.get('max_non_split_rounding_size') as number) : LARGE_BUFFER;
+    const nonSplit =
+      typeof other?.get('max_non_split_rounding_size') === 'number' ? (other.get('max_non_split_rounding_size') as number) : LARGE_BUFFER;
     if (tail <= SMALL_SIZE || (oversize && tail < nonSplit)) size = end - e.addr;
   }
   const parts: StartBlock[] = [];
@@ -314,7 +315,13 @@ function unmapRange(segs: StartSegment[], e: TraceEvent, i: number, problem: (i:
 }
 
 /** Bytes reserved and allocated (block sizes) in a start state. */
-export function startTotals(w: WindowStart): { reserved: number; allocated: number; requested: number; segments: number; allocations: number } {
+export function startTotals(w: WindowStart): {
+  reserved: number;
+  allocated: number;
+  requested: number;
+  segments: number;
+  allocations: number;
+} {
   let reserved = 0;
   let allocated = 0;
   let requested = 0;

@@ -14,7 +14,8 @@ export function metaProblem(v: unknown, id: string): string | null {
     if (typeof m[k] !== 'string') return `meta.json: "${k}" is not a string`;
   if (typeof m.status !== 'string' || !STATUSES.has(m.status)) return `meta.json: unknown status ${JSON.stringify(m.status)}`;
   if (m.spec === null || typeof m.spec !== 'object') return 'meta.json: "spec" is not an object';
-  if (m.summary !== null && (typeof m.summary !== 'object' || Array.isArray(m.summary))) return 'meta.json: "summary" is not an object or null';
+  if (m.summary !== null && (typeof m.summary !== 'object' || Array.isArray(m.summary)))
+    return 'meta.json: "summary" is not an object or null';
   if (m.group !== null && m.group !== undefined && typeof m.group !== 'object') return 'meta.json: "group" is not an object or null';
   return null;
 }

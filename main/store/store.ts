@@ -212,7 +212,10 @@ function newRunId(): string {
 
 function sanitizeName(name: string | undefined): string {
   // Control characters would break tables and CSV viewers; names stay one line.
-  return (name ?? '').replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, 200);
+  return (name ?? '')
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .trim()
+    .slice(0, 200);
 }
 
 function defaultName(spec: Spec): string {
@@ -241,7 +244,11 @@ async function readMeta(dir: string, id: string): Promise<MetaRead> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { problem: 'no meta.json', missing: true };
-    return { problem: err instanceof SyntaxError ? `meta.json is not valid JSON (${err.message})` : `meta.json unreadable (${code ?? String(err)})`, missing: false };
+    return {
+      problem:
+        err instanceof SyntaxError ? `meta.json is not valid JSON (${err.message})` : `meta.json unreadable (${code ?? String(err)})`,
+      missing: false,
+    };
   }
   const problem = metaProblem(v, id);
   return problem ? { problem, missing: false } : { meta: v as RunMeta };

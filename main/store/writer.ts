@@ -52,9 +52,11 @@ export class RunWriter {
       this.samples = [];
       this.events = [];
       const file = path.join(this.dir, 'chunks', `${String(++this.chunkNo).padStart(6, '0')}.json`);
-      this.chain = this.chain.then(() => writeJsonAtomic(file, chunk)).catch((err) => {
-        this.failure ??= err;
-      });
+      this.chain = this.chain
+        .then(() => writeJsonAtomic(file, chunk))
+        .catch((err) => {
+          this.failure ??= err;
+        });
     }
     return this.chain;
   }

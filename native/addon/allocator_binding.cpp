@@ -54,13 +54,15 @@ uint64_t to_bytes(Napi::Env env, const Napi::Value& v, const char* what) {
   }
   if (!v.IsNumber()) throw Napi::TypeError::New(env, std::string(what) + " must be a number or BigInt");
   double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d > 9.007199254740992e15 * 1024) throw Napi::RangeError::New(env, std::string(what) + " must be >= 0");
+  if (!(d >= 0) || d > 9.007199254740992e15 * 1024)
+    throw Napi::RangeError::New(env, std::string(what) + " must be >= 0");
   return static_cast<uint64_t>(d);
 }
 
 // A Float64Array or BigUint64Array of byte counts/addresses, as uint64.
 std::vector<uint64_t> u64_column(Napi::Env env, const Napi::Value& v, const char* what) {
-  if (!v.IsTypedArray()) throw Napi::TypeError::New(env, std::string(what) + " must be a Float64Array or BigUint64Array");
+  if (!v.IsTypedArray())
+    throw Napi::TypeError::New(env, std::string(what) + " must be a Float64Array or BigUint64Array");
   Napi::TypedArray ta = v.As<Napi::TypedArray>();
   std::vector<uint64_t> out(ta.ElementLength());
   if (ta.TypedArrayType() == napi_float64_array) {
@@ -80,7 +82,8 @@ std::vector<uint64_t> u64_column(Napi::Env env, const Napi::Value& v, const char
   return out;
 }
 
-Napi::TypedArray typed(Napi::Env env, const Napi::Object& o, const char* key, napi_typedarray_type want, const char* type) {
+Napi::TypedArray typed(Napi::Env env, const Napi::Object& o, const char* key, napi_typedarray_type want,
+                       const char* type) {
   Napi::Value v = o.Get(key);
   if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != want)
     throw Napi::TypeError::New(env, std::string("seed.") + key + " must be a " + type);
@@ -180,7 +183,8 @@ Napi::Object snapshot_object(Napi::Env env, const MemorySnapshot& s, const Conte
 // replayAllocator(ops, sizes, ids, streams?, options?)
 Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+  if (info.Length() < 3 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
     throw Napi::TypeError::New(env, "replayAllocator(ops: Uint8Array, sizes, ids: Uint32Array, streams?, options?)");
   Napi::Uint8Array ops = info[0].As<Napi::Uint8Array>();
   std::vector<uint64_t> sizes = u64_column(env, info[1], "sizes");
@@ -267,28 +271,26 @@ Napi::Value ReplayAllocator(const Napi::CallbackInfo& info) {
 class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Allocator",
-                       {InstanceMethod("malloc", &AllocatorWrap::Malloc), InstanceMethod("free", &AllocatorWrap::Free),
-                        InstanceMethod("emptyCache", &AllocatorWrap::EmptyCache),
-                        InstanceMethod("stats", &AllocatorWrap::Stats),
-                        InstanceMethod("memoryAllocated", &AllocatorWrap::MemoryAllocated),
-                        InstanceMethod("memoryReserved", &AllocatorWrap::MemoryReserved),
-                        InstanceMethod("snapshot", &AllocatorWrap::Snapshot),
-                        InstanceMethod("summary", &AllocatorWrap::Summary),
-                        InstanceMethod("setFraction", &AllocatorWrap::SetFraction),
-                        InstanceMethod("setCapacity", &AllocatorWrap::SetCapacity),
-                        InstanceMethod("resetPeak", &AllocatorWrap::ResetPeak),
-                        InstanceMethod("setHistory", &AllocatorWrap::SetHistory),
-                        InstanceMethod("history", &AllocatorWrap::History),
-                        InstanceMethod("virtualTimeNs", &AllocatorWrap::VirtualTimeNs),
-                        InstanceMethod("device", &AllocatorWrap::DeviceInfoJs)});
+    return DefineClass(
+        env, "Allocator",
+        {InstanceMethod("malloc", &AllocatorWrap::Malloc), InstanceMethod("free", &AllocatorWrap::Free),
+         InstanceMethod("emptyCache", &AllocatorWrap::EmptyCache), InstanceMethod("stats", &AllocatorWrap::Stats),
+         InstanceMethod("memoryAllocated", &AllocatorWrap::MemoryAllocated),
+         InstanceMethod("memoryReserved", &AllocatorWrap::MemoryReserved),
+         InstanceMethod("snapshot", &AllocatorWrap::Snapshot), InstanceMethod("summary", &AllocatorWrap::Summary),
+         InstanceMethod("setFraction", &AllocatorWrap::SetFraction),
+         InstanceMethod("setCapacity", &AllocatorWrap::SetCapacity),
+         InstanceMethod("resetPeak", &AllocatorWrap::ResetPeak),
+         InstanceMethod("setHistory", &AllocatorWrap::SetHistory), InstanceMethod("history", &AllocatorWrap::History),
+         InstanceMethod("virtualTimeNs", &AllocatorWrap::VirtualTimeNs),
+         InstanceMethod("device", &AllocatorWrap::DeviceInfoJs)});
   }
 
   // new Allocator(deviceId?, settings?, options?: {capacity?, fraction?, history?, historyMax?})
   explicit AllocatorWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AllocatorWrap>(info) {
     Napi::Env env = info.Env();
-    std::string device_id = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value()
-                                                                     : default_device_id();
+    std::string device_id =
+        info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : default_device_id();
     std::string settings = info.Length() > 1 && info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
     std::shared_ptr<Device> dev = open_device(device_id);
     alloc_ = std::make_unique<CachingAllocator>(dev, AllocatorSettings::parse(settings));
@@ -310,8 +312,10 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
     Napi::Env env = info.Env();
     if (info.Length() < 1) throw Napi::TypeError::New(env, "malloc(bytes, stream?, tag?)");
     uint64_t bytes = to_bytes(env, info[0], "bytes");
-    StreamId stream = info.Length() > 1 && info[1].IsNumber() ? static_cast<StreamId>(info[1].As<Napi::Number>().Int64Value()) : 0;
-    ContextId ctx = info.Length() > 2 && info[2].IsString() ? alloc_->contexts().intern(info[2].As<Napi::String>().Utf8Value()) : 0;
+    StreamId stream =
+        info.Length() > 1 && info[1].IsNumber() ? static_cast<StreamId>(info[1].As<Napi::Number>().Int64Value()) : 0;
+    ContextId ctx =
+        info.Length() > 2 && info[2].IsString() ? alloc_->contexts().intern(info[2].As<Napi::String>().Utf8Value()) : 0;
     Allocation a = alloc_->malloc(bytes, stream, ctx);  // OutOfMemoryError becomes a JS Error
     return num(env, static_cast<double>(a.ptr));
   }
@@ -339,13 +343,16 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
     return Napi::String::New(info.Env(), alloc_->memory_summary(abbreviated));
   }
   Napi::Value SetFraction(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(info.Env(), "setFraction(fraction: number)");
+    if (info.Length() < 1 || !info[0].IsNumber())
+      throw Napi::TypeError::New(info.Env(), "setFraction(fraction: number)");
     alloc_->set_memory_fraction(info[0].As<Napi::Number>().DoubleValue());
     return info.Env().Undefined();
   }
   Napi::Value SetCapacity(const Napi::CallbackInfo& info) {
-    if (info.Length() < 1 || info[0].IsNull() || info[0].IsUndefined()) alloc_->set_capacity_limit(std::nullopt);
-    else alloc_->set_capacity_limit(to_bytes(info.Env(), info[0], "capacity"));
+    if (info.Length() < 1 || info[0].IsNull() || info[0].IsUndefined())
+      alloc_->set_capacity_limit(std::nullopt);
+    else
+      alloc_->set_capacity_limit(to_bytes(info.Env(), info[0], "capacity"));
     return info.Env().Undefined();
   }
   Napi::Value ResetPeak(const Napi::CallbackInfo& info) {
@@ -354,7 +361,8 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
   }
   Napi::Value SetHistory(const Napi::CallbackInfo& info) {
     bool enabled = info.Length() > 0 && info[0].IsBoolean() && info[0].As<Napi::Boolean>().Value();
-    size_t max = info.Length() > 1 && info[1].IsNumber() ? static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()) : 100000;
+    size_t max =
+        info.Length() > 1 && info[1].IsNumber() ? static_cast<size_t>(info[1].As<Napi::Number>().Int64Value()) : 100000;
     alloc_->set_history(enabled, max);
     return info.Env().Undefined();
   }

@@ -82,13 +82,18 @@ class EngineSession : public Napi::ObjectWrap<EngineSession> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "EngineSession",
-                       {InstanceMethod("randn", &EngineSession::Randn), InstanceMethod("zeros", &EngineSession::Zeros),
-                        InstanceMethod("ones", &EngineSession::Ones), InstanceMethod("empty", &EngineSession::Empty),
-                        InstanceMethod("view", &EngineSession::View), InstanceMethod("reshape", &EngineSession::Reshape),
+                       {InstanceMethod("randn", &EngineSession::Randn),
+                        InstanceMethod("zeros", &EngineSession::Zeros),
+                        InstanceMethod("ones", &EngineSession::Ones),
+                        InstanceMethod("empty", &EngineSession::Empty),
+                        InstanceMethod("view", &EngineSession::View),
+                        InstanceMethod("reshape", &EngineSession::Reshape),
                         InstanceMethod("clone", &EngineSession::Clone),
                         InstanceMethod("contiguous", &EngineSession::Contiguous),
-                        InstanceMethod("to", &EngineSession::To), InstanceMethod("t", &EngineSession::T),
-                        InstanceMethod("matmul", &EngineSession::Matmul), InstanceMethod("del", &EngineSession::Del),
+                        InstanceMethod("to", &EngineSession::To),
+                        InstanceMethod("t", &EngineSession::T),
+                        InstanceMethod("matmul", &EngineSession::Matmul),
+                        InstanceMethod("del", &EngineSession::Del),
                         InstanceMethod("info", &EngineSession::Info),
                         InstanceMethod("emptyCache", &EngineSession::EmptyCache),
                         InstanceMethod("memoryAllocated", &EngineSession::MemoryAllocated),
@@ -109,13 +114,17 @@ class EngineSession : public Napi::ObjectWrap<EngineSession> {
       engine::SpecValue o = spec_value_from_js(info[0], "options");
       for (auto& [k, v] : o.fields()) {
         const std::string p = "options." + k;
-        if (k == "device") device = v.as_string(p);
-        else if (k == "backend") backend = v.as_string(p);
-        else if (k == "allocConf") conf = v.as_string(p);
+        if (k == "device")
+          device = v.as_string(p);
+        else if (k == "backend")
+          backend = v.as_string(p);
+        else if (k == "allocConf")
+          conf = v.as_string(p);
         else if (k == "capacity") {
           if (v.is_null()) continue;
           double c = v.as_number(p);
-          if (!(c >= 1) || c > 9.007199254740992e15) throw Napi::RangeError::New(info.Env(), "capacity must be a positive number of bytes");
+          if (!(c >= 1) || c > 9.007199254740992e15)
+            throw Napi::RangeError::New(info.Env(), "capacity must be a positive number of bytes");
           capacity = uint64_t(c);
         } else {
           throw Napi::TypeError::New(info.Env(), p + " is not a session option (device, backend, allocConf, capacity)");
@@ -130,8 +139,8 @@ class EngineSession : public Napi::ObjectWrap<EngineSession> {
       if (settings.per_process_memory_fraction)
         throw std::invalid_argument("set either capacity or allocConf's per_process_memory_fraction, not both");
       if (*capacity > total)
-        throw std::invalid_argument("capacity (" + std::to_string(*capacity) + " bytes) is more than " + device + " has (" +
-                                    std::to_string(total) + " bytes)");
+        throw std::invalid_argument("capacity (" + std::to_string(*capacity) + " bytes) is more than " + device +
+                                    " has (" + std::to_string(total) + " bytes)");
     }
     allocator_ = std::make_shared<alloc::CachingAllocator>(device_, settings);
     // Same cap as torch.cuda.set_per_process_memory_fraction(capacity / total).

@@ -40,12 +40,18 @@ JobRequest readRequest(const Napi::Object& o) {
   if (const auto* syn = v.find("synthetic"); syn && syn->is_object()) {
     for (auto& [key, f] : syn->fields()) {
       const std::string p = "job.synthetic." + key;
-      if (key == "steps") r.synthetic.steps = f.as_int(p);
-      else if (key == "step_ms") r.synthetic.step_ms = f.as_number(p);
-      else if (key == "oom_at") r.synthetic.oom_at = f.as_int(p);
-      else if (key == "throw_at") r.synthetic.throw_at = f.as_int(p);
-      else if (key == "capacity") r.synthetic.capacity = f.as_int(p);
-      else throw std::invalid_argument(p + " is not a synthetic setting");
+      if (key == "steps")
+        r.synthetic.steps = f.as_int(p);
+      else if (key == "step_ms")
+        r.synthetic.step_ms = f.as_number(p);
+      else if (key == "oom_at")
+        r.synthetic.oom_at = f.as_int(p);
+      else if (key == "throw_at")
+        r.synthetic.throw_at = f.as_int(p);
+      else if (key == "capacity")
+        r.synthetic.capacity = f.as_int(p);
+      else
+        throw std::invalid_argument(p + " is not a synthetic setting");
     }
   }
   return r;
@@ -184,14 +190,14 @@ Napi::Value StartRun(const Napi::CallbackInfo& info) {
 
   auto st = std::make_shared<RunState>();
   auto* ctx_ref = new std::shared_ptr<RunState>(st);
-  st->tsfn = Napi::ThreadSafeFunction::New(
-      env, info[1].As<Napi::Function>(), "vramlab.run", 0, 1, ctx_ref,
-      [](Napi::Env, std::shared_ptr<RunState>* ref) {
-        // Normally the job has ended; at environment teardown it may not have: stop it.
-        (*ref)->worker->cancel();
-        (*ref)->worker->join();
-        delete ref;
-      });
+  st->tsfn = Napi::ThreadSafeFunction::New(env, info[1].As<Napi::Function>(), "vramlab.run", 0, 1, ctx_ref,
+                                           [](Napi::Env, std::shared_ptr<RunState>* ref) {
+                                             // Normally the job has ended; at environment teardown it may not have:
+                                             // stop it.
+                                             (*ref)->worker->cancel();
+                                             (*ref)->worker->join();
+                                             delete ref;
+                                           });
   auto tsfn = st->tsfn;  // copies share the one underlying TSFN
   auto notify = [tsfn]() mutable {
     tsfn.NonBlockingCall([](Napi::Env e, Napi::Function on_wake) {
@@ -208,13 +214,16 @@ Napi::Value StartRun(const Napi::CallbackInfo& info) {
   }
 
   auto handle = Napi::Object::New(env);
-  handle.Set("cancel", Napi::Function::New(env, [st](const Napi::CallbackInfo& ci) -> Napi::Value {
-               st->worker->cancel();
-               return ci.Env().Undefined();
-             }, "cancel"));
-  handle.Set("drain", Napi::Function::New(env, [st](const Napi::CallbackInfo& ci) -> Napi::Value {
-               return Drain(ci.Env(), *st);
-             }, "drain"));
+  handle.Set("cancel", Napi::Function::New(
+                           env,
+                           [st](const Napi::CallbackInfo& ci) -> Napi::Value {
+                             st->worker->cancel();
+                             return ci.Env().Undefined();
+                           },
+                           "cancel"));
+  handle.Set("drain",
+             Napi::Function::New(
+                 env, [st](const Napi::CallbackInfo& ci) -> Napi::Value { return Drain(ci.Env(), *st); }, "drain"));
   return handle;
 }
 

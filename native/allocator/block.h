@@ -13,19 +13,19 @@ struct BlockPool;
 class ExpandableSegment;
 
 struct Block {
-  StreamId stream = 0;         // allocation stream; blocks are only reused on it
-  size_t size = 0;             // block size in bytes
-  size_t requested_size = 0;   // bytes the caller asked for
-  BlockPool* pool = nullptr;   // small or large pool
-  uintptr_t ptr = 0;           // device address
-  Block* prev = nullptr;       // neighbours within the segment
+  StreamId stream = 0;        // allocation stream; blocks are only reused on it
+  size_t size = 0;            // block size in bytes
+  size_t requested_size = 0;  // bytes the caller asked for
+  BlockPool* pool = nullptr;  // small or large pool
+  uintptr_t ptr = 0;          // device address
+  Block* prev = nullptr;      // neighbours within the segment
   Block* next = nullptr;
   ExpandableSegment* expandable = nullptr;
-  int64_t gc_count_base = 0;   // pool's get_free_block count when cached
-  ContextId context = 0;       // who holds it now (or last did)
+  int64_t gc_count_base = 0;      // pool's get_free_block count when cached
+  ContextId context = 0;          // who holds it now (or last did)
   ContextId segment_context = 0;  // who caused the segment to be created (head block)
   bool allocated = false;
-  bool mapped = true;          // false only for unmapped expandable address space
+  bool mapped = true;  // false only for unmapped expandable address space
 
   Block() = default;
   Block(StreamId s, size_t sz, BlockPool* p, uintptr_t addr) : stream(s), size(sz), pool(p), ptr(addr) {}

@@ -68,11 +68,15 @@ struct ArenaAllocator {
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, size_t n) noexcept {
-    if (n == 1 && sizeof(T) <= NodeArena::kSlot && alignof(T) <= alignof(std::max_align_t)) arena->give(p);
-    else ::operator delete(p);
+    if (n == 1 && sizeof(T) <= NodeArena::kSlot && alignof(T) <= alignof(std::max_align_t))
+      arena->give(p);
+    else
+      ::operator delete(p);
   }
   template <typename U>
-  bool operator==(const ArenaAllocator<U>& o) const noexcept { return arena == o.arena; }
+  bool operator==(const ArenaAllocator<U>& o) const noexcept {
+    return arena == o.arena;
+  }
 };
 
 // An ordered set of Block* that keeps each block's sort key inside the tree node, so a
@@ -107,12 +111,23 @@ class BlockSet {
     iterator() = default;
     explicit iterator(typename Set::const_iterator it) : it_(it) {}
     Block* operator*() const { return it_->block; }
-    iterator& operator++() { ++it_; return *this; }
-    iterator operator++(int) { iterator t = *this; ++it_; return t; }
-    iterator& operator--() { --it_; return *this; }
+    iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++it_;
+      return t;
+    }
+    iterator& operator--() {
+      --it_;
+      return *this;
+    }
     bool operator==(const iterator& o) const { return it_ == o.it_; }
     bool operator!=(const iterator& o) const { return it_ != o.it_; }
     typename Set::const_iterator raw() const { return it_; }
+
    private:
     typename Set::const_iterator it_;
   };
@@ -136,10 +151,7 @@ using SizeSet = BlockSet<true>;   // (stream, size, address): best fit
 using AddrSet = BlockSet<false>;  // (stream, address): unmapped expandable ranges
 
 struct BlockPool {
-  BlockPool(bool small, NodeArena* arena)
-      : blocks(arena),
-        unmapped(arena),
-        is_small(small) {}
+  BlockPool(bool small, NodeArena* arena) : blocks(arena), unmapped(arena), is_small(small) {}
 
   SizeSet blocks;    // cached (free, mapped) blocks
   AddrSet unmapped;  // unmapped ranges of expandable segments
@@ -209,7 +221,9 @@ class PtrMap {
     uintptr_t key;
     Block* block;
   };
-  size_t index(uintptr_t key) const { return static_cast<size_t>((key >> 9) * 0x9E3779B97F4A7C15ull >> shift_) & mask_; }
+  size_t index(uintptr_t key) const {
+    return static_cast<size_t>((key >> 9) * 0x9E3779B97F4A7C15ull >> shift_) & mask_;
+  }
   void rehash(size_t cap) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(cap, Slot{0, nullptr});

@@ -96,8 +96,7 @@ Allocation CachingAllocator::malloc(size_t orig_size, StreamId stream, ContextId
   bool found = get_free_block(p);
   if (!found) {
     if (allowed_memory_maximum_ && settings_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
-    found = alloc_block(p, false, ctx) ||
-            (release_available_cached_blocks(p) && alloc_block(p, false, ctx)) ||
+    found = alloc_block(p, false, ctx) || (release_available_cached_blocks(p) && alloc_block(p, false, ctx)) ||
             (release_cached_blocks() && alloc_block(p, true, ctx));
   }
   if (!found) throw_oom(p, orig_size, ctx);
@@ -116,9 +115,7 @@ bool CachingAllocator::get_free_block(AllocParams& p) {
   if ((*it)->expandable) {
     if (p.expandable_active) {
       // Best fit counts the unmapped room after a block as part of its size.
-      auto expandable_size = [](const Block* b) {
-        return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
-      };
+      auto expandable_size = [](const Block* b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); };
       auto next = std::next(it);
       while ((*it)->expandable && next != pool.blocks.end() && (*next)->stream == p.stream() &&
              expandable_size(*next) < expandable_size(*it)) {
@@ -149,8 +146,8 @@ bool CachingAllocator::get_free_block(AllocParams& p) {
 void CachingAllocator::garbage_collect_cached_blocks() {
   // Frees cached, unsplit large blocks older than average until usage drops under
   // garbage_collection_threshold * cap.
-  size_t gc_threshold = static_cast<size_t>(settings_.garbage_collection_threshold *
-                                            static_cast<double>(*allowed_memory_maximum_));
+  size_t gc_threshold =
+      static_cast<size_t>(settings_.garbage_collection_threshold * static_cast<double>(*allowed_memory_maximum_));
   if (total_allocated_memory_ <= gc_threshold) return;
   const size_t target_size = total_allocated_memory_ - gc_threshold;
   size_t gc_reclaimed = 0;
@@ -423,10 +420,14 @@ void CachingAllocator::free_block(Block* b) {
   }
   // Expandable segments are left out of inactive_split: their free pages can always be released.
   if (!b->expandable) {
-    if (net_blocks > 0) stat_up(stats_.inactive_split, pool, net_blocks);
-    else if (net_blocks < 0) stat_down(stats_.inactive_split, pool, -net_blocks);
-    if (net_bytes > 0) stat_up(stats_.inactive_split_bytes, pool, net_bytes);
-    else if (net_bytes < 0) stat_down(stats_.inactive_split_bytes, pool, -net_bytes);
+    if (net_blocks > 0)
+      stat_up(stats_.inactive_split, pool, net_blocks);
+    else if (net_blocks < 0)
+      stat_down(stats_.inactive_split, pool, -net_blocks);
+    if (net_bytes > 0)
+      stat_up(stats_.inactive_split_bytes, pool, net_bytes);
+    else if (net_bytes < 0)
+      stat_down(stats_.inactive_split_bytes, pool, -net_bytes);
   }
   stat_down(stats_.active, pool, 1);
   stat_down(stats_.active_bytes, pool, static_cast<int64_t>(original_size));
@@ -436,12 +437,12 @@ void CachingAllocator::free_block(Block* b) {
 size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
   if (!src || src->allocated || dst->mapped != src->mapped) return 0;
   VRAMLAB_DEBUG_ASSERT(!dst->allocated, "merging into an allocated block");
-  VRAMLAB_DEBUG_ASSERT(src->stream == dst->stream && src->pool == &pool && dst->pool == &pool &&
-                           src->expandable == dst->expandable,
-                       "merging blocks of different streams, pools or segments");
-  VRAMLAB_DEBUG_ASSERT(dst->prev == src ? src->ptr + src->size == dst->ptr
-                                        : dst->next == src && dst->ptr + dst->size == src->ptr,
-                       "merging blocks that are not neighbours");
+  VRAMLAB_DEBUG_ASSERT(
+      src->stream == dst->stream && src->pool == &pool && dst->pool == &pool && src->expandable == dst->expandable,
+      "merging blocks of different streams, pools or segments");
+  VRAMLAB_DEBUG_ASSERT(
+      dst->prev == src ? src->ptr + src->size == dst->ptr : dst->next == src && dst->ptr + dst->size == src->ptr,
+      "merging blocks that are not neighbours");
   if (dst->prev == src) {  // [src dst]
     dst->ptr = src->ptr;
     dst->prev = src->prev;
@@ -453,8 +454,10 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
   }
   const size_t subsumed = src->size;
   dst->size += subsumed;
-  if (src->mapped) pool.blocks.erase(src);
-  else pool.unmapped.erase(src);
+  if (src->mapped)
+    pool.blocks.erase(src);
+  else
+    pool.unmapped.erase(src);
   delete_block(src);
   return subsumed;
 }
@@ -538,7 +541,8 @@ void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t before = stats_.reserved_bytes[kAggregate].current;
   release_cached_blocks();
-  record(TraceAction::kEmptyCache, 0, static_cast<uint64_t>(before - stats_.reserved_bytes[kAggregate].current), 0, 0, 0);
+  record(TraceAction::kEmptyCache, 0, static_cast<uint64_t>(before - stats_.reserved_bytes[kAggregate].current), 0, 0,
+         0);
   publish();
 }
 

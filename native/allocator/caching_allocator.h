@@ -36,15 +36,21 @@ class OutOfMemoryError : public std::runtime_error {
  public:
   OutOfMemoryError(const std::string& msg, uint64_t requested, uint64_t alloc_size, uint64_t device_total,
                    uint64_t device_free, std::optional<uint64_t> allowed, uint64_t allocated, uint64_t reserved)
-      : std::runtime_error(msg), requested(requested), alloc_size(alloc_size), device_total(device_total),
-        device_free(device_free), allowed(allowed), allocated(allocated), reserved(reserved) {}
-  uint64_t requested;      // bytes asked for
-  uint64_t alloc_size;     // bytes the allocator tried to get from the device ("Tried to allocate")
+      : std::runtime_error(msg),
+        requested(requested),
+        alloc_size(alloc_size),
+        device_total(device_total),
+        device_free(device_free),
+        allowed(allowed),
+        allocated(allocated),
+        reserved(reserved) {}
+  uint64_t requested;   // bytes asked for
+  uint64_t alloc_size;  // bytes the allocator tried to get from the device ("Tried to allocate")
   uint64_t device_total;
   uint64_t device_free;
   std::optional<uint64_t> allowed;  // the per-process cap, when set
-  uint64_t allocated;      // allocated_bytes.all.current
-  uint64_t reserved;       // reserved_bytes.all.current
+  uint64_t allocated;               // allocated_bytes.all.current
+  uint64_t reserved;                // reserved_bytes.all.current
 };
 
 struct BlockSnapshot {
@@ -79,8 +85,8 @@ struct SeedBlock {
 struct SeedSegment {
   uintptr_t address = 0;
   StreamId stream = 0;
-  bool is_small = false;            // small pool (2 MiB segments) or large
-  std::vector<SeedBlock> blocks;    // in address order, tiling the segment
+  bool is_small = false;          // small pool (2 MiB segments) or large
+  std::vector<SeedBlock> blocks;  // in address order, tiling the segment
 };
 
 struct MemorySnapshot {
@@ -218,11 +224,11 @@ class CachingAllocator {
   mutable std::mutex mu_;
   AllocatorSettings settings_;
   DeviceStats stats_;
-  NodeArena node_arena_;   // declared before the pools that draw from it
+  NodeArena node_arena_;  // declared before the pools that draw from it
   NodeArena block_arena_;
   BlockPool large_blocks_;
   BlockPool small_blocks_;
-  PtrMap allocated_;       // address -> allocated block
+  PtrMap allocated_;  // address -> allocated block
   std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   size_t total_allocated_memory_ = 0;  // bytes obtained from the device
   std::optional<uint64_t> allowed_memory_maximum_;

@@ -26,7 +26,8 @@ ExpandableSegment::~ExpandableSegment() {
 SegmentRange ExpandableSegment::map(SegmentRange range) {
   size_t begin = segment_left(range.ptr);
   size_t end = segment_right(range.ptr + range.size);
-  if (ptr_ + begin * segment_size_ != range.ptr) throw std::logic_error("expandable map: range start is not page aligned");
+  if (ptr_ + begin * segment_size_ != range.ptr)
+    throw std::logic_error("expandable map: range start is not page aligned");
   if (end > max_handles_) throw std::logic_error("expandable map: range beyond the reserved address space");
   if (begin == end) return range_from(begin, end);
   if (mapped_.size() < end) mapped_.resize(end, false);

@@ -7,14 +7,22 @@ namespace vramlab::alloc {
 
 const char* trace_action_name(TraceAction a) {
   switch (a) {
-    case TraceAction::kAlloc: return "alloc";
-    case TraceAction::kFree: return "free";
-    case TraceAction::kSegmentAlloc: return "segment_alloc";
-    case TraceAction::kSegmentFree: return "segment_free";
-    case TraceAction::kSegmentMap: return "segment_map";
-    case TraceAction::kSegmentUnmap: return "segment_unmap";
-    case TraceAction::kOom: return "oom";
-    case TraceAction::kEmptyCache: return "empty_cache";
+    case TraceAction::kAlloc:
+      return "alloc";
+    case TraceAction::kFree:
+      return "free";
+    case TraceAction::kSegmentAlloc:
+      return "segment_alloc";
+    case TraceAction::kSegmentFree:
+      return "segment_free";
+    case TraceAction::kSegmentMap:
+      return "segment_map";
+    case TraceAction::kSegmentUnmap:
+      return "segment_unmap";
+    case TraceAction::kOom:
+      return "oom";
+    case TraceAction::kEmptyCache:
+      return "empty_cache";
   }
   return "unknown";
 }

@@ -26,7 +26,7 @@ enum class TraceAction : uint8_t {
 const char* trace_action_name(TraceAction a);
 
 struct TraceEvent {
-  uint64_t time_ns = 0;     // allocator virtual clock
+  uint64_t time_ns = 0;  // allocator virtual clock
   TraceAction action = TraceAction::kAlloc;
   uintptr_t addr = 0;
   uint64_t size = 0;        // requested bytes (alloc/free/oom), segment or range bytes otherwise

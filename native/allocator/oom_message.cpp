@@ -16,15 +16,15 @@ void CachingAllocator::throw_oom(const AllocParams& p, size_t orig_size, Context
 
   const auto allocated = static_cast<uint64_t>(stats_.allocated_bytes[kAggregate].current);
   const auto reserved = static_cast<uint64_t>(stats_.reserved_bytes[kAggregate].current);
-  std::string msg = "CUDA out of memory. Tried to allocate " + format_size(p.alloc_size) + ". GPU " +
-                    std::to_string(device_index_) + " has a total capacity of " + format_size(device_total) +
-                    " of which " + format_size(device_free) + " is free. " + proc_info + allowed_info +
-                    "Of the allocated memory " + format_size(allocated) + " is allocated by PyTorch, and " +
-                    format_size(reserved - allocated) +
-                    " is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
-                    "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
-                    "documentation for Memory Management  "
-                    "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)";
+  std::string msg =
+      "CUDA out of memory. Tried to allocate " + format_size(p.alloc_size) + ". GPU " + std::to_string(device_index_) +
+      " has a total capacity of " + format_size(device_total) + " of which " + format_size(device_free) + " is free. " +
+      proc_info + allowed_info + "Of the allocated memory " + format_size(allocated) +
+      " is allocated by PyTorch, and " + format_size(reserved - allocated) +
+      " is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+      "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+      "documentation for Memory Management  "
+      "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)";
   throw OutOfMemoryError(msg, orig_size, p.alloc_size, device_total, device_free, allowed_memory_maximum_, allocated,
                          reserved);
 }

@@ -99,7 +99,9 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
         if (!in.sizes) throw std::invalid_argument("replay: sizes are required for alloc ops");
         uint32_t id = in.ids[i];
         uintptr_t& s = slot(id);
-        if (s != 0) throw std::invalid_argument("replay op " + std::to_string(i) + ": id " + std::to_string(id) + " is already live");
+        if (s != 0)
+          throw std::invalid_argument("replay op " + std::to_string(i) + ": id " + std::to_string(id) +
+                                      " is already live");
         try {
           Allocation a = allocator.malloc(in.sizes[i], in.streams ? in.streams[i] : 0);
           // Zero-byte requests get no block; remember them with a sentinel.
@@ -151,7 +153,8 @@ ReplayResult replay(CachingAllocator& allocator, const ReplayInput& in, bool tak
         break;
       }
       default:
-        throw std::invalid_argument("replay op " + std::to_string(i) + ": unknown op code " + std::to_string(in.ops[i]));
+        throw std::invalid_argument("replay op " + std::to_string(i) + ": unknown op code " +
+                                    std::to_string(in.ops[i]));
     }
   }
   DeviceStats st = allocator.stats();

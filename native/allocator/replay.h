@@ -23,7 +23,7 @@ enum class ReplayOpKind : uint8_t { kAlloc = 0, kFree = 1, kEmptyCache = 2, kOom
 // ids[i] names the allocation to release: the id its alloc op carried.
 struct ReplayInput {
   const uint8_t* ops = nullptr;
-  const uint64_t* sizes = nullptr;    // bytes requested (alloc ops)
+  const uint64_t* sizes = nullptr;  // bytes requested (alloc ops)
   const uint32_t* ids = nullptr;
   const uint32_t* streams = nullptr;  // optional; stream 0 when null
   size_t count = 0;
@@ -48,7 +48,12 @@ struct ReplayTrace {
   void free(uint32_t id) { push(ReplayOpKind::kFree, 0, id, 0); }
   void empty_cache() { push(ReplayOpKind::kEmptyCache, 0, 0, 0); }
   ReplayInput view() const {
-    return {ops.data(), sizes.data(), ids.data(), streams.data(), ops.size(), segment_addresses.data(),
+    return {ops.data(),
+            sizes.data(),
+            ids.data(),
+            streams.data(),
+            ops.size(),
+            segment_addresses.data(),
             segment_addresses.size()};
   }
 
@@ -69,9 +74,9 @@ ReplayTrace parse_replay_text(const std::string& text);
 
 struct ReplayOptions {
   std::string device_id = "sim:h200-141gb";
-  std::string settings;                     // PYTORCH_CUDA_ALLOC_CONF string
-  std::optional<uint64_t> capacity;         // cap in bytes (set_capacity_limit)
-  std::optional<double> memory_fraction;    // set_per_process_memory_fraction
+  std::string settings;                   // PYTORCH_CUDA_ALLOC_CONF string
+  std::optional<uint64_t> capacity;       // cap in bytes (set_capacity_limit)
+  std::optional<double> memory_fraction;  // set_per_process_memory_fraction
   bool record_history = false;
   size_t history_max_entries = 1u << 20;
   bool take_snapshot = false;

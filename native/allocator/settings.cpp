@@ -43,7 +43,8 @@ class Parser {
   }
   size_t to_size(size_t i, const std::string& key) const {
     const std::string& s = at(i, key);
-    if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (s.empty() ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       fail(key, "expected a non-negative integer but found '" + s + "'");
     errno = 0;
     char* end = nullptr;

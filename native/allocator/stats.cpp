@@ -8,8 +8,8 @@ namespace vramlab::alloc {
 namespace {
 template <typename F>
 void for_each_array(DeviceStats& s, F f) {
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                       &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     for (Stat& st : *a) f(st);
 }
 }  // namespace

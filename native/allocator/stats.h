@@ -32,23 +32,23 @@ enum StatType : size_t { kAggregate = 0, kSmallPool = 1, kLargePool = 2, kNumSta
 using StatArray = std::array<Stat, kNumStatTypes>;
 
 struct DeviceStats {
-  StatArray allocation;            // live allocations (count)
-  StatArray segment;               // cudaMalloc'd segments (count)
-  StatArray active;                // active blocks (count)
-  StatArray inactive_split;        // free blocks inside split segments (count)
+  StatArray allocation;      // live allocations (count)
+  StatArray segment;         // cudaMalloc'd segments (count)
+  StatArray active;          // active blocks (count)
+  StatArray inactive_split;  // free blocks inside split segments (count)
   StatArray allocated_bytes;
   StatArray reserved_bytes;
   StatArray active_bytes;
   StatArray inactive_split_bytes;
-  StatArray requested_bytes;       // sizes as requested, before rounding
-  int64_t num_alloc_retries = 0;   // mallocs retried after releasing all cached blocks
+  StatArray requested_bytes;      // sizes as requested, before rounding
+  int64_t num_alloc_retries = 0;  // mallocs retried after releasing all cached blocks
   int64_t num_ooms = 0;
   int64_t num_sync_all_streams = 0;
-  int64_t num_device_alloc = 0;    // cudaMalloc + expandable page maps
-  int64_t num_device_free = 0;     // cudaFree + expandable page unmaps
-  Stat oversize_allocations;       // allocations >= max_split_size
+  int64_t num_device_alloc = 0;  // cudaMalloc + expandable page maps
+  int64_t num_device_free = 0;   // cudaFree + expandable page unmaps
+  Stat oversize_allocations;     // allocations >= max_split_size
   Stat oversize_segments;
-  int64_t max_split_size = -1;     // -1: unlimited
+  int64_t max_split_size = -1;  // -1: unlimited
 
   void reset_peak();
   void reset_accumulated();

@@ -29,7 +29,8 @@ namespace {
 
 using PFN_Reserve = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
 using PFN_AddrFree = CUresult(CUDAAPI*)(CUdeviceptr, size_t);
-using PFN_Create = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
+using PFN_Create = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                                      unsigned long long);
 using PFN_Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
 using PFN_Map = CUresult(CUDAAPI*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
 using PFN_Unmap = CUresult(CUDAAPI*)(CUdeviceptr, size_t);
@@ -86,7 +87,8 @@ void check(cudaError_t e, const char* what) {
   }
 }
 void check_drv(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(static_cast<int>(r)));
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(static_cast<int>(r)));
 }
 
 const DriverApi& vmm() {
@@ -357,7 +359,8 @@ std::unique_ptr<Device> cuda_open_device(int ordinal) {
     count = 0;
   }
   if (ordinal < 0 || ordinal >= count)
-    throw std::invalid_argument("no CUDA device cuda:" + std::to_string(ordinal) + " (" + std::to_string(count) + " found)");
+    throw std::invalid_argument("no CUDA device cuda:" + std::to_string(ordinal) + " (" + std::to_string(count) +
+                                " found)");
   return std::make_unique<CudaDevice>(ordinal);
 }
 

@@ -10,16 +10,16 @@
 namespace vramlab {
 
 struct DeviceInfo {
-  std::string id;       // "sim:h100-80gb", "cuda:0"
-  std::string kind;     // "sim" | "cuda"
-  std::string name;     // "NVIDIA H100 80GB HBM3 (simulated)"
-  uint64_t total = 0;   // bytes
-  uint64_t free = 0;    // bytes
+  std::string id;      // "sim:h100-80gb", "cuda:0"
+  std::string kind;    // "sim" | "cuda"
+  std::string name;    // "NVIDIA H100 80GB HBM3 (simulated)"
+  uint64_t total = 0;  // bytes
+  uint64_t free = 0;   // bytes
   // Bytes held outside the caching allocator: the CUDA context and library handles (a sim
   // preset's measured or estimated figure; on cuda:N, total - free - this device's segments,
   // which counts other processes too). The allocator can use at most total - context.
   uint64_t context = 0;
-  int ordinal = 0;      // CUDA ordinal; 0 for sim
+  int ordinal = 0;               // CUDA ordinal; 0 for sim
   double mem_bandwidth_gbs = 0;  // for the sim time model
   double fp32_tflops = 0;
   double bf16_tflops = 0;

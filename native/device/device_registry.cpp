@@ -44,7 +44,8 @@ std::unique_ptr<Device> open_device(const std::string& id) {
   }
   if (id.rfind("sim:", 0) == 0) {
     auto p = find_sim_preset(id.substr(4));
-    if (!p) throw std::invalid_argument("unknown device '" + id + "': no simulated preset named '" + id.substr(4) + "'");
+    if (!p)
+      throw std::invalid_argument("unknown device '" + id + "': no simulated preset named '" + id.substr(4) + "'");
     return std::make_unique<SimDevice>(id, p->name, p->total, p->mem_bandwidth_gbs, p->fp32_tflops, p->bf16_tflops,
                                        p->context);
   }

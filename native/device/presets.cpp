@@ -23,7 +23,7 @@ const std::vector<SimPreset>& sim_presets() {
   // Totals are what cudaMemGetInfo reports (a little under the marketing size).
   static const std::vector<SimPreset> presets = {
       {"h200-141gb", "NVIDIA H200 141GB (simulated)", 143156 * MiB, kContextH200, 4800, 67, 989},  // measured
-      {"h100-80gb", "NVIDIA H100 80GB (simulated)", 81079 * MiB, kContextH100, 3350, 67, 989},  // measured
+      {"h100-80gb", "NVIDIA H100 80GB (simulated)", 81079 * MiB, kContextH100, 3350, 67, 989},     // measured
       {"a100-80gb", "NVIDIA A100 80GB (simulated)", 81038 * MiB, kContextEstimate, 2039, 19.5, 312},
       {"a100-40gb", "NVIDIA A100 40GB (simulated)", 40338 * MiB, kContextEstimate, 1555, 19.5, 312},
       {"l4-24gb", "NVIDIA L4 24GB (simulated)", 22478 * MiB, kContextEstimate, 300, 30, 121},

@@ -9,9 +9,9 @@
 namespace vramlab {
 
 struct SimPreset {
-  const char* key;   // id suffix after "sim:"
+  const char* key;  // id suffix after "sim:"
   const char* name;
-  uint64_t total;    // bytes, cudaMemGetInfo's total on the real card
+  uint64_t total;  // bytes, cudaMemGetInfo's total on the real card
   // Bytes a training process holds on the card outside PyTorch's allocator once a step has
   // run (CUDA context, cuBLAS/cuBLASLt handles, autograd's device thread, attention
   // kernels): what nvidia-smi shows beyond memory_reserved(). The allocator gets total - context.

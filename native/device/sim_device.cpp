@@ -17,18 +17,27 @@ uint64_t cost(uint64_t base, uint64_t per_gib, size_t bytes) {
 }
 std::string fmt_size(uint64_t size) {  // c10 format_size, for the OOM report
   char buf[48];
-  if (size <= 1024) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(size));
-  else if (size <= 1048576) std::snprintf(buf, sizeof buf, "%.2f KiB", size / 1024.0);
-  else if (size <= 1073741824ULL) std::snprintf(buf, sizeof buf, "%.2f MiB", size / 1048576.0);
-  else std::snprintf(buf, sizeof buf, "%.2f GiB", size / kGiB);
+  if (size <= 1024)
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(size));
+  else if (size <= 1048576)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", size / 1024.0);
+  else if (size <= 1073741824ULL)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", size / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", size / kGiB);
   return buf;
 }
 }  // namespace
 
-SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs,
-                     double fp32_tflops, double bf16_tflops, uint64_t context)
-    : id_(std::move(id)), name_(std::move(name)), total_(total), context_(context), bandwidth_gbs_(bandwidth_gbs),
-      fp32_tflops_(fp32_tflops), bf16_tflops_(bf16_tflops) {
+SimDevice::SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs, double fp32_tflops,
+                     double bf16_tflops, uint64_t context)
+    : id_(std::move(id)),
+      name_(std::move(name)),
+      total_(total),
+      context_(context),
+      bandwidth_gbs_(bandwidth_gbs),
+      fp32_tflops_(fp32_tflops),
+      bf16_tflops_(bf16_tflops) {
   if (total_ == 0) throw std::invalid_argument("simulated device capacity must be > 0");
   if (context_ >= total_) throw std::invalid_argument("simulated device context must be less than its total");
 }
@@ -156,7 +165,8 @@ bool SimDevice::adopt(uintptr_t ptr, size_t bytes) {
 void SimDevice::free(uintptr_t ptr, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = allocations_.find(ptr);
-  if (it == allocations_.end()) throw std::runtime_error("cudaFree of an address the simulated device did not allocate");
+  if (it == allocations_.end())
+    throw std::runtime_error("cudaFree of an address the simulated device did not allocate");
   if (it->second != bytes) throw std::runtime_error("cudaFree size does not match the allocation");
   busy_ns_ += cost(model_.free_base_ns, model_.free_per_gib_ns, bytes);
   used_ -= bytes;
@@ -174,7 +184,8 @@ uintptr_t SimDevice::reserve_address(size_t bytes) {
 
 bool SimDevice::map_pages(uintptr_t va, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
-  if (bytes == 0 || bytes % granularity() != 0) throw std::runtime_error("map_pages: size is not a multiple of the granularity");
+  if (bytes == 0 || bytes % granularity() != 0)
+    throw std::runtime_error("map_pages: size is not a multiple of the granularity");
   auto r = reservations_.upper_bound(va);
   if (r == reservations_.begin() || std::prev(r)->first + std::prev(r)->second < va + bytes)
     throw std::runtime_error("map_pages: range is outside any reserved address range");
@@ -192,7 +203,8 @@ bool SimDevice::map_pages(uintptr_t va, size_t bytes) {
 void SimDevice::unmap_pages(uintptr_t va, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = mappings_.find(va);
-  if (it == mappings_.end() || it->second != bytes) throw std::runtime_error("unmap_pages of a range that was not mapped as one");
+  if (it == mappings_.end() || it->second != bytes)
+    throw std::runtime_error("unmap_pages of a range that was not mapped as one");
   busy_ns_ += model_.unmap_base_ns;
   used_ -= bytes;
   mappings_.erase(it);
@@ -201,9 +213,11 @@ void SimDevice::unmap_pages(uintptr_t va, size_t bytes) {
 void SimDevice::release_address(uintptr_t va, size_t bytes) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = reservations_.find(va);
-  if (it == reservations_.end() || it->second != bytes) throw std::runtime_error("release_address of an unknown reservation");
+  if (it == reservations_.end() || it->second != bytes)
+    throw std::runtime_error("release_address of an unknown reservation");
   auto m = mappings_.lower_bound(va);
-  if (m != mappings_.end() && m->first < va + bytes) throw std::runtime_error("release_address with pages still mapped");
+  if (m != mappings_.end() && m->first < va + bytes)
+    throw std::runtime_error("release_address with pages still mapped");
   busy_ns_ += model_.reserve_ns;
   reservations_.erase(it);
   give_va(va, bytes);
@@ -226,18 +240,29 @@ uint64_t parse_byte_size(const std::string& text) {
   double value = std::stod(text.substr(0, i));
   std::string unit;
   for (size_t k = i; k < text.size(); ++k)
-    if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+    if (!std::isspace(static_cast<unsigned char>(text[k])))
+      unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
   double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "kib" || unit == "k") mult = 1024.0;
-  else if (unit == "mib" || unit == "m") mult = 1048576.0;
-  else if (unit == "gib" || unit == "g") mult = kGiB;
-  else if (unit == "tib" || unit == "t") mult = kGiB * 1024.0;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
-  else throw std::invalid_argument("bad byte size '" + text + "': unknown unit '" + unit + "'");
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "kib" || unit == "k")
+    mult = 1024.0;
+  else if (unit == "mib" || unit == "m")
+    mult = 1048576.0;
+  else if (unit == "gib" || unit == "g")
+    mult = kGiB;
+  else if (unit == "tib" || unit == "t")
+    mult = kGiB * 1024.0;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
+  else
+    throw std::invalid_argument("bad byte size '" + text + "': unknown unit '" + unit + "'");
   double bytes = value * mult;
   // Above 2^62 llround (int64) would overflow and the allocator's size checks stop there.
   if (!(bytes >= 1) || bytes > 4.6e18) throw std::invalid_argument("bad byte size '" + text + "': out of range");

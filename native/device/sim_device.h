@@ -16,22 +16,22 @@ namespace vramlab {
 // Rough costs of CUDA memory calls (ns). Caching matters because these are
 // microseconds to milliseconds while a cached hit is a few hundred ns of host work.
 struct SimLatencyModel {
-  uint64_t malloc_base_ns = 40'000;      // cudaMalloc
+  uint64_t malloc_base_ns = 40'000;  // cudaMalloc
   uint64_t malloc_per_gib_ns = 800'000;
-  uint64_t free_base_ns = 30'000;        // cudaFree (synchronizes the device)
+  uint64_t free_base_ns = 30'000;  // cudaFree (synchronizes the device)
   uint64_t free_per_gib_ns = 200'000;
-  uint64_t map_base_ns = 25'000;         // cuMemCreate + cuMemMap + cuMemSetAccess
+  uint64_t map_base_ns = 25'000;  // cuMemCreate + cuMemMap + cuMemSetAccess
   uint64_t map_per_gib_ns = 600'000;
-  uint64_t unmap_base_ns = 20'000;       // cuMemUnmap + cuMemRelease
-  uint64_t reserve_ns = 5'000;           // cuMemAddressReserve / Free
+  uint64_t unmap_base_ns = 20'000;  // cuMemUnmap + cuMemRelease
+  uint64_t reserve_ns = 5'000;      // cuMemAddressReserve / Free
 };
 
 class SimDevice : public Device {
  public:
   // `context`: bytes the card holds outside the allocator from the start (CUDA context and
   // library handles), so cudaMalloc fails once used + context would pass total, as on a real card.
-  SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs = 0,
-            double fp32_tflops = 0, double bf16_tflops = 0, uint64_t context = 0);
+  SimDevice(std::string id, std::string name, uint64_t total, double bandwidth_gbs = 0, double fp32_tflops = 0,
+            double bf16_tflops = 0, uint64_t context = 0);
 
   DeviceInfo info() const override;
   uint64_t total_memory() const override { return total_; }
@@ -73,11 +73,11 @@ class SimDevice : public Device {
   uint64_t used_ = 0;
   uint64_t busy_ns_ = 0;
   static constexpr uintptr_t kVaBase = 0x7f0000000000ull;  // user-space-looking GPU VA, like CUDA's
-  static constexpr uint64_t kVaSpan = uint64_t(1) << 44;    // 16 TiB of address space
-  VaLayout layout_{kVaBase, kVaSpan};                        // where cudaMalloc's addresses land
-  std::map<uintptr_t, size_t> allocations_;  // cudaMalloc'd
-  std::map<uintptr_t, size_t> reservations_; // cuMemAddressReserve'd
-  std::map<uintptr_t, size_t> mappings_;     // mapped inside reservations
+  static constexpr uint64_t kVaSpan = uint64_t(1) << 44;   // 16 TiB of address space
+  VaLayout layout_{kVaBase, kVaSpan};                      // where cudaMalloc's addresses land
+  std::map<uintptr_t, size_t> allocations_;                // cudaMalloc'd
+  std::map<uintptr_t, size_t> reservations_;               // cuMemAddressReserve'd
+  std::map<uintptr_t, size_t> mappings_;                   // mapped inside reservations
   std::vector<uintptr_t> script_;
   size_t script_next_ = 0;
 };

@@ -25,7 +25,11 @@ int64_t tried_to_allocate(const std::string& msg) {
   if (std::sscanf(msg.c_str() + at + 18, "%lf %7s", &v, unit) != 2) return 0;
   std::string u(unit);
   if (!u.empty() && u.back() == '.') u.pop_back();
-  double m = u == "KiB" ? 1024.0 : u == "MiB" ? 1048576.0 : u == "GiB" ? 1073741824.0 : u == "TiB" ? 1099511627776.0 : 1.0;
+  double m = u == "KiB"   ? 1024.0
+             : u == "MiB" ? 1048576.0
+             : u == "GiB" ? 1073741824.0
+             : u == "TiB" ? 1099511627776.0
+                          : 1.0;
   return int64_t(v * m);
 }
 
@@ -82,7 +86,8 @@ class AllocatorTap {
     if (entries.empty()) return out;
     allocator_->set_history(false);
     allocator_->set_history(true, kRing);
-    for (const auto& t : entries) out.push_back(event(alloc::trace_action_name(t.action), t.addr, t.size, t.block_size, t.context));
+    for (const auto& t : entries)
+      out.push_back(event(alloc::trace_action_name(t.action), t.addr, t.size, t.block_size, t.context));
     return out;
   }
 
@@ -120,8 +125,8 @@ ExperimentJob::ExperimentJob(const engine::RunSpec& spec, const engine::RunOptio
     if (settings.per_process_memory_fraction)
       throw std::invalid_argument("set either capacity or alloc_conf's per_process_memory_fraction, not both");
     if (spec_.capacity > total)
-      throw std::invalid_argument("capacity (" + std::to_string(spec_.capacity) + " bytes) is more than " + spec_.device +
-                                  " has (" + std::to_string(total) + " bytes)");
+      throw std::invalid_argument("capacity (" + std::to_string(spec_.capacity) + " bytes) is more than " +
+                                  spec_.device + " has (" + std::to_string(total) + " bytes)");
     // PyTorch caps a process with set_per_process_memory_fraction; the allocator models it.
     char frac[64];
     std::snprintf(frac, sizeof frac, "%.17f", double(spec_.capacity) / double(total));
@@ -165,8 +170,10 @@ JobResult ExperimentJob::run(JobContext& ctx) {
     if (e.kind == K::PhaseBegin || e.kind == K::PhaseEnd) {
       const bool begin = e.kind == K::PhaseBegin;
       if (e.name != "module" && e.name != "iteration" && e.name != "microbatch") {
-        if (begin) open.push_back(e.name);
-        else if (!open.empty()) open.pop_back();
+        if (begin)
+          open.push_back(e.name);
+        else if (!open.empty())
+          open.pop_back();
         phase = open.empty() ? "" : open.back();
       }
       if (e.name == "iteration") iteration = begin ? e.iteration : iteration;

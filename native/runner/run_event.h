@@ -57,10 +57,10 @@ struct JobResult {
   std::vector<std::pair<std::string, int64_t>> readings;  // protocol keys in order, bytes over baseline
   int64_t baseline = 0;
   int64_t peak_allocated = 0, peak_reserved = 0;  // absolute
-  double sim_time_ms = -1;                         // < 0: not modelled
+  double sim_time_ms = -1;                        // < 0: not modelled
   int64_t num_parameters = 0, trainable_parameters = 0;
-  std::string sdpa_backend;                        // "" without attention
-  int64_t context = 0;                             // the device's bytes outside the allocator
+  std::string sdpa_backend;  // "" without attention
+  int64_t context = 0;       // the device's bytes outside the allocator
   std::optional<OomInfo> oom;
 };
 

@@ -8,7 +8,8 @@ namespace vramlab::runner {
 
 SyntheticJob::SyntheticJob(const SyntheticSettings& settings) : spec_(settings) {
   if (spec_.steps < 0 || spec_.steps > 100'000'000) throw std::invalid_argument("synthetic job: steps out of range");
-  if (!(spec_.step_ms >= 0 && spec_.step_ms <= 60'000)) throw std::invalid_argument("synthetic job: step_ms out of range");
+  if (!(spec_.step_ms >= 0 && spec_.step_ms <= 60'000))
+    throw std::invalid_argument("synthetic job: step_ms out of range");
 }
 
 JobResult SyntheticJob::run(JobContext& ctx) {
@@ -25,9 +26,9 @@ JobResult SyntheticJob::run(JobContext& ctx) {
     ctx.emit(Phase{ctx.elapsed_ms(), true, phase, "", iteration, 0});
     Sample s;
     s.t_ms = ctx.elapsed_ms();
-    s.by[0] = 8 * kMiB;                    // parameters
-    s.by[3] = (1 + (i % 10)) * kMiB;       // activations grow through the "forward"
-    s.by[6] = r.baseline;                  // workspace
+    s.by[0] = 8 * kMiB;               // parameters
+    s.by[3] = (1 + (i % 10)) * kMiB;  // activations grow through the "forward"
+    s.by[6] = r.baseline;             // workspace
     for (auto b : s.by) s.allocated += b;
     s.active = s.allocated;
     s.requested = s.allocated;
@@ -55,8 +56,8 @@ JobResult SyntheticJob::run(JobContext& ctx) {
     next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(step_dur);
     while (std::chrono::steady_clock::now() < next) {
       ctx.check_cancel();
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          next - std::chrono::steady_clock::now(), std::chrono::milliseconds(2)));
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(next - std::chrono::steady_clock::now(),
+                                                                                std::chrono::milliseconds(2)));
     }
   }
   r.readings.emplace_back("steps", spec_.steps);

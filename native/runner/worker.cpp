@@ -6,17 +6,24 @@ namespace vramlab::runner {
 
 const char* status_name(RunStatus s) {
   switch (s) {
-    case RunStatus::Done: return "done";
-    case RunStatus::Oom: return "oom";
-    case RunStatus::Cancelled: return "cancelled";
-    case RunStatus::Error: return "error";
+    case RunStatus::Done:
+      return "done";
+    case RunStatus::Oom:
+      return "oom";
+    case RunStatus::Cancelled:
+      return "cancelled";
+    case RunStatus::Error:
+      return "error";
   }
   return "error";
 }
 
 RunWorker::RunWorker(std::unique_ptr<Job> job, std::function<void()> notify, std::function<void()> on_exit,
                      size_t max_queued)
-    : job_(std::move(job)), notify_(std::move(notify)), on_exit_(std::move(on_exit)), max_queued_(max_queued ? max_queued : 1) {
+    : job_(std::move(job)),
+      notify_(std::move(notify)),
+      on_exit_(std::move(on_exit)),
+      max_queued_(max_queued ? max_queued : 1) {
   if (!job_) throw std::invalid_argument("RunWorker needs a job");
 }
 
@@ -33,8 +40,10 @@ void RunWorker::start() {
 void RunWorker::join() {
   if (!thread_.joinable()) return;
   // Destroyed from its own thread (last owner let go inside notify): the body is done.
-  if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-  else thread_.join();
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    thread_.join();
 }
 
 bool RunWorker::wait_for(double ms) {

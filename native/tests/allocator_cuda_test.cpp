@@ -15,8 +15,8 @@ std::shared_ptr<Device> gpu_or_skip() {
   return std::shared_ptr<Device>(cuda_open_device(0).release());
 }
 
-#define REQUIRE_GPU(dev)                                   \
-  auto dev = gpu_or_skip();                                \
+#define REQUIRE_GPU(dev)    \
+  auto dev = gpu_or_skip(); \
   if (!dev) GTEST_SKIP() << "no CUDA device on this machine"
 
 int64_t stat(const CachingAllocator& a, const std::string& key) {
@@ -29,8 +29,10 @@ TEST(AllocatorCuda, SizeRulesOnRealCudaMalloc) {
   REQUIRE_GPU(dev);
   struct Case {
     size_t request, allocated, reserved;
-  } cases[] = {{1, 512, 2 * MiB},           {1048577, 1049088, 20 * MiB},
-               {10485759, 10 * MiB, 10 * MiB}, {10485761, 10486272, 12 * MiB},
+  } cases[] = {{1, 512, 2 * MiB},
+               {1048577, 1049088, 20 * MiB},
+               {10485759, 10 * MiB, 10 * MiB},
+               {10485761, 10486272, 12 * MiB},
                {104857601, 104858112, 102 * MiB}};
   for (const Case& c : cases) {
     CachingAllocator a(dev);

@@ -25,19 +25,19 @@ TEST_P(FixtureReplay, MatchesPyTorchDeviceStats) {
     if (!hints && name != "mlp_adam") continue;
     ReplayTrace t = trace;
     if (!hints) t.segment_addresses.clear();
-  auto dev = sim("sim:h200-141gb");
-  CachingAllocator a(dev, AllocatorSettings::parse(json_string(expected, "conf")));
-  ReplayResult r = replay(a, t.view(), true);
-  SCOPED_TRACE(hints ? "with address hints" : "sim addresses");
+    auto dev = sim("sim:h200-141gb");
+    CachingAllocator a(dev, AllocatorSettings::parse(json_string(expected, "conf")));
+    ReplayResult r = replay(a, t.view(), true);
+    SCOPED_TRACE(hints ? "with address hints" : "sim addresses");
 
-  EXPECT_EQ(r.first_oom_index, -1);
-  EXPECT_EQ(static_cast<int64_t>(r.peak_reserved), json_int(expected, "peak_reserved"));
-  EXPECT_EQ(r.num_device_alloc, json_int(expected, "num_device_alloc"));
-  EXPECT_EQ(r.num_device_free, json_int(expected, "num_device_free"));
-  EXPECT_EQ(static_cast<int64_t>(r.peak_allocated), json_int(expected, "peak_allocated"));
-  EXPECT_EQ(check_invariants(a, *dev), "");
-  ASSERT_TRUE(r.snapshot.has_value());
-  EXPECT_FALSE(r.snapshot->segments.empty());
+    EXPECT_EQ(r.first_oom_index, -1);
+    EXPECT_EQ(static_cast<int64_t>(r.peak_reserved), json_int(expected, "peak_reserved"));
+    EXPECT_EQ(r.num_device_alloc, json_int(expected, "num_device_alloc"));
+    EXPECT_EQ(r.num_device_free, json_int(expected, "num_device_free"));
+    EXPECT_EQ(static_cast<int64_t>(r.peak_allocated), json_int(expected, "peak_allocated"));
+    EXPECT_EQ(check_invariants(a, *dev), "");
+    ASSERT_TRUE(r.snapshot.has_value());
+    EXPECT_FALSE(r.snapshot->segments.empty());
   }
 }
 
@@ -51,7 +51,8 @@ TEST(FixtureReplay, SummaryTableMatchesPyTorchAtTheEnd) {
     ReplayTrace trace = parse_replay_text(read_source_file(std::string("test/fixtures/torch/") + name + ".trace.txt"));
     CachingAllocator a(sim("sim:h200-141gb"));
     replay(a, trace.view());
-    EXPECT_EQ(a.memory_summary(), read_source_file(std::string("test/fixtures/torch/") + name + ".summary.txt")) << name;
+    EXPECT_EQ(a.memory_summary(), read_source_file(std::string("test/fixtures/torch/") + name + ".summary.txt"))
+        << name;
   }
 }
 

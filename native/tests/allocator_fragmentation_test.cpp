@@ -44,9 +44,9 @@ class Fragmentation : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Fragmentation, MatchesPyTorch) {
   const std::string conf = GetParam();
-  const std::string ref = json_object(json_object(read_source_file("test/refs/pytorch_reference.json"),
-                                                  "fragmentation_scenario"),
-                                      conf == "" ? "default" : conf);
+  const std::string ref =
+      json_object(json_object(read_source_file("test/refs/pytorch_reference.json"), "fragmentation_scenario"),
+                  conf == "" ? "default" : conf);
   Outcome o = run_scenario(conf);
   EXPECT_EQ(o.reserved_after_parts, json_int(ref, "reserved_after_parts"));
   EXPECT_EQ(o.allocated_before, json_int(ref, "allocated_before"));
@@ -62,13 +62,15 @@ INSTANTIATE_TEST_SUITE_P(Reference, Fragmentation,
 
 TEST(Fragmentation, OomMessageHasPyTorchsShape) {
   const std::string ref = json_string(
-      json_object(json_object(read_source_file("test/refs/pytorch_reference.json"), "fragmentation_scenario"), "default"),
+      json_object(json_object(read_source_file("test/refs/pytorch_reference.json"), "fragmentation_scenario"),
+                  "default"),
       "message");
   Outcome o = run_scenario("");
   ASSERT_TRUE(o.oom);
   // Everything up to "is free. " and from "allowed; " on is PyTorch's own text; the
   // middle names the other processes NVML saw on that machine.
-  const std::string head = "CUDA out of memory. Tried to allocate 400.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which ";
+  const std::string head =
+      "CUDA out of memory. Tried to allocate 400.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which ";
   ASSERT_EQ(ref.rfind(head, 0), 0u);
   EXPECT_EQ(o.message.rfind(head, 0), 0u) << o.message;
   const std::string tail_ref = ref.substr(ref.find("1.07 GiB allowed; "));
@@ -79,7 +81,8 @@ TEST(Fragmentation, OomMessageHasPyTorchsShape) {
   EXPECT_NE(o.message.find("600.00 MiB is reserved by PyTorch but unallocated"), std::string::npos);
   // The sim device reports its free memory: total minus the 1000 MiB reserved and the 767 MiB
   // CUDA context; the process holds both, as NVML counts it.
-  EXPECT_NE(o.message.find("of which 138.08 GiB is free. Including non-PyTorch memory, this process has 1.73 GiB memory in use. "),
+  EXPECT_NE(o.message.find(
+                "of which 138.08 GiB is free. Including non-PyTorch memory, this process has 1.73 GiB memory in use. "),
             std::string::npos)
       << o.message;
 }

@@ -23,11 +23,16 @@ std::string random_settings(std::mt19937_64& rng) {
 
 size_t random_size(std::mt19937_64& rng) {
   switch (rng() % 5) {
-    case 0: return 1 + rng() % 4096;                  // tiny
-    case 1: return 1 + rng() % (1 << 20);             // small pool
-    case 2: return (1 << 20) + rng() % (9 << 20);     // 1..10 MiB
-    case 3: return (10 << 20) + rng() % (60 << 20);   // 10..70 MiB
-    default: return (64ull << 20) * (1 + rng() % 3) + (rng() % 3) * 512;  // repeated large sizes
+    case 0:
+      return 1 + rng() % 4096;  // tiny
+    case 1:
+      return 1 + rng() % (1 << 20);  // small pool
+    case 2:
+      return (1 << 20) + rng() % (9 << 20);  // 1..10 MiB
+    case 3:
+      return (10 << 20) + rng() % (60 << 20);  // 10..70 MiB
+    default:
+      return (64ull << 20) * (1 + rng() % 3) + (rng() % 3) * 512;  // repeated large sizes
   }
 }
 
@@ -73,7 +78,7 @@ TEST(AllocatorProperty, RandomSequencesKeepInvariants) {
     ASSERT_EQ(a.memory_reserved(), 0u) << conf;
     ASSERT_EQ(dev->used_bytes(), 0u) << conf;
   }
-  EXPECT_GT(ooms, 0);            // the caps and small devices were exercised
+  EXPECT_GT(ooms, 0);  // the caps and small devices were exercised
   EXPECT_GT(expandable_runs, 100);
 }
 

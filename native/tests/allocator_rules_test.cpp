@@ -12,9 +12,8 @@ namespace {
 TEST(AllocatorRules, SingleTensorTableFromReference) {
   // test/refs/pytorch_reference.json allocator_rules_single_tensor: torch.empty(n bytes)
   // on an empty cache -> (allocated, reserved).
-  const std::string table = json_object(json_object(read_source_file("test/refs/pytorch_reference.json"),
-                                                    "allocator_rules_single_tensor"),
-                                        "results");
+  const std::string table = json_object(
+      json_object(read_source_file("test/refs/pytorch_reference.json"), "allocator_rules_single_tensor"), "results");
   std::regex row("\"([0-9]+)\"\\s*:\\s*\\{([^}]*)\\}");
   int rows = 0;
   for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it, ++rows) {
@@ -56,26 +55,29 @@ TEST(AllocatorRules, SegmentsAre2MiBAlignedGpuLookingAddresses) {
 TEST(AllocatorRules, RoundupPower2Divisions) {
   // 1200 KiB-ish example from the c10 comment: 4 divisions between powers of two.
   CachingAllocator a(sim(), AllocatorSettings::parse("roundup_power2_divisions:4"));
-  EXPECT_EQ(a.malloc(1200 * 1024).size, 1280u * 1024);             // 1 MiB..2 MiB in steps of 256 KiB
-  EXPECT_EQ(a.malloc(5 * MiB + 1).size, 6 * MiB);                  // 4..8 MiB in steps of 1 MiB
-  EXPECT_EQ(a.malloc(8 * MiB).size, 8 * MiB);                      // powers of two stay
-  EXPECT_EQ(a.malloc(1500).size, 1536u);                           // size <= 512 * divisions: plain 512 B rounding
-  EXPECT_EQ(a.malloc(3000).size, 3072u);                           // 2048..4096 in steps of 512
+  EXPECT_EQ(a.malloc(1200 * 1024).size, 1280u * 1024);  // 1 MiB..2 MiB in steps of 256 KiB
+  EXPECT_EQ(a.malloc(5 * MiB + 1).size, 6 * MiB);       // 4..8 MiB in steps of 1 MiB
+  EXPECT_EQ(a.malloc(8 * MiB).size, 8 * MiB);           // powers of two stay
+  EXPECT_EQ(a.malloc(1500).size, 1536u);                // size <= 512 * divisions: plain 512 B rounding
+  EXPECT_EQ(a.malloc(3000).size, 3072u);                // 2048..4096 in steps of 512
 
   // Per-range form: [256:1,512:2,>:4] means < 256 MiB unchanged (1 = off),
   // 512 MiB interval 2 divisions, above 4 divisions.
   CachingAllocator b(sim(), AllocatorSettings::parse("roundup_power2_divisions:[256:1,512:2,>:4]"));
-  EXPECT_EQ(b.malloc(300 * MiB).size, 300 * MiB);                  // 256..512 MiB slot: 1 division
-  EXPECT_EQ(b.malloc(600 * MiB).size, 768 * MiB);                  // 512 MiB..1 GiB: 2 divisions
-  EXPECT_EQ(b.malloc(1100 * MiB).size, 1280 * MiB);                // >: 4 divisions of 1..2 GiB
-  EXPECT_EQ(b.malloc(3 * MiB + 7).size, 3 * MiB + 512);            // below 256 MiB: off
+  EXPECT_EQ(b.malloc(300 * MiB).size, 300 * MiB);        // 256..512 MiB slot: 1 division
+  EXPECT_EQ(b.malloc(600 * MiB).size, 768 * MiB);        // 512 MiB..1 GiB: 2 divisions
+  EXPECT_EQ(b.malloc(1100 * MiB).size, 1280 * MiB);      // >: 4 divisions of 1..2 GiB
+  EXPECT_EQ(b.malloc(3 * MiB + 7).size, 3 * MiB + 512);  // below 256 MiB: off
 }
 
 TEST(AllocatorRules, LargeSegmentSizes) {
   struct Case {
     size_t request, segment;
-  } cases[] = {{kSmallSize + 1, 20 * MiB}, {5 * MiB, 20 * MiB}, {10 * MiB - 1, 10 * MiB},
-               {11 * MiB + 5, 12 * MiB}, {101 * MiB, 102 * MiB}};
+  } cases[] = {{kSmallSize + 1, 20 * MiB},
+               {5 * MiB, 20 * MiB},
+               {10 * MiB - 1, 10 * MiB},
+               {11 * MiB + 5, 12 * MiB},
+               {101 * MiB, 102 * MiB}};
   for (const Case& c : cases) {
     auto dev = sim();
     CachingAllocator a(dev);
@@ -277,7 +279,7 @@ TEST(AllocatorRules, GarbageCollectionThresholdFreesOldCachedBlocks) {
   CachingAllocator a(dev, AllocatorSettings::parse("garbage_collection_threshold:0.5"));
   a.set_capacity_limit(200 * MiB);
   a.free(a.malloc(50 * MiB));
-  a.free(a.malloc(60 * MiB));  // two cached unsplit blocks, 110 MiB > 100 MiB threshold
+  a.free(a.malloc(60 * MiB));         // two cached unsplit blocks, 110 MiB > 100 MiB threshold
   Allocation c = a.malloc(70 * MiB);  // miss: GC runs before asking the device
   EXPECT_NE(c.ptr, 0u);
   EXPECT_GE(stat(a, "num_device_free"), 1);

@@ -32,8 +32,9 @@ TEST(Seed, ASeededAllocatorMatchesTheOriginalAndGoesOnAlike) {
   CachingAllocator b(dev_b);
   b.seed(to_seed(a.snapshot(false)));
   ASSERT_EQ(check_invariants(b, *dev_b), "");
-  for (const char* k : {"allocated_bytes.all.current", "reserved_bytes.all.current", "segment.all.current",
-                        "inactive_split.all.current", "inactive_split_bytes.all.current", "requested_bytes.all.current"})
+  for (const char* k :
+       {"allocated_bytes.all.current", "reserved_bytes.all.current", "segment.all.current",
+        "inactive_split.all.current", "inactive_split_bytes.all.current", "requested_bytes.all.current"})
     EXPECT_EQ(stat(b, k), stat(a, k)) << k;
   EXPECT_EQ(stat(b, "num_device_alloc"), 0);  // the state is not counted as device calls
 
@@ -59,7 +60,10 @@ TEST(Seed, RejectsBadLayouts) {
   // Sizes from a hostile file: no sum or address may wrap.
   SeedSegment huge{0x7f0000000000ull, 0, false, {{(size_t(1) << 62) + 512, 0, false}}};
   EXPECT_THROW(a.seed({huge}), std::invalid_argument);
-  SeedSegment many{0x7f0000000000ull, 0, false, {{size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}}};
+  SeedSegment many{0x7f0000000000ull,
+                   0,
+                   false,
+                   {{size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}, {size_t(1) << 61, 1, true}}};
   EXPECT_THROW(a.seed({many}), std::invalid_argument);
   SeedSegment top{~uintptr_t(0) - 4095, 0, false, {{8192, 8192, true}}};
   EXPECT_THROW(a.seed({top}), std::invalid_argument);
@@ -71,8 +75,8 @@ TEST(Seed, RejectsBadLayouts) {
 
 TEST(Seed, ReplayFreesSeededAllocationsByIdAndRetriesRecordedOoms) {
   ReplayTrace t;
-  t.free(7);                  // a seeded allocation
-  t.alloc(1, 30 * MiB);       // fits in the seeded segment's freed room
+  t.free(7);             // a seeded allocation
+  t.alloc(1, 30 * MiB);  // fits in the seeded segment's freed room
   t.ops.push_back(static_cast<uint8_t>(ReplayOpKind::kOomAttempt));
   t.sizes.push_back(60 * MiB);
   t.ids.push_back(0);

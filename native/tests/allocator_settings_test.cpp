@@ -52,10 +52,10 @@ void expect_error(const std::string& conf, const std::string& key) {
 }
 
 TEST(AllocatorSettings, BadStringsNameTheKey) {
-  expect_error("max_split_mb:128", "max_split_mb");                    // unknown key
-  expect_error("max_split_size_mb:10", "max_split_size_mb");           // below 20 MiB
+  expect_error("max_split_mb:128", "max_split_mb");           // unknown key
+  expect_error("max_split_size_mb:10", "max_split_size_mb");  // below 20 MiB
   expect_error("max_split_size_mb:lots", "max_split_size_mb");
-  expect_error("max_split_size_mb", "max_split_size_mb");              // missing ':'
+  expect_error("max_split_size_mb", "max_split_size_mb");  // missing ':'
   expect_error("garbage_collection_threshold:1.5", "garbage_collection_threshold");
   expect_error("expandable_segments:yes", "expandable_segments");
   expect_error("roundup_power2_divisions:3", "roundup_power2_divisions");

@@ -48,7 +48,7 @@ TEST(MemorySummary, UnitsFollowPythonFormatSize) {
   s.allocated_bytes[kAggregate].current = 512;
   s.allocated_bytes[kSmallPool].current = 512;
   s.reserved_bytes[kAggregate].current = 800 * 1024;  // >= 768 KiB -> KiB
-  s.reserved_bytes[kLargePool].current = 100;          // follows the 'all' unit
+  s.reserved_bytes[kLargePool].current = 100;         // follows the 'all' unit
   s.num_ooms = 3;
   std::string t = memory_summary(s, 0);
   EXPECT_NE(t.find("| Allocated memory      |    512 B   |"), std::string::npos) << t;
@@ -153,8 +153,8 @@ TEST(Snapshot, ExpandableSegmentReportsMappedRanges) {
   ASSERT_EQ(s.segments.size(), 1u);
   EXPECT_TRUE(s.segments[0].is_expandable);
   EXPECT_EQ(s.segments[0].total_size, 60 * MiB);  // 3 pages of 20 MiB mapped
-  EXPECT_EQ(y.ptr, x.ptr + 30 * MiB);            // packed back to back
-  EXPECT_EQ(stat(a, "segment.all.current"), 0);  // c10 counts no segments for expandable maps
+  EXPECT_EQ(y.ptr, x.ptr + 30 * MiB);             // packed back to back
+  EXPECT_EQ(stat(a, "segment.all.current"), 0);   // c10 counts no segments for expandable maps
   EXPECT_EQ(stat(a, "num_device_alloc"), 2);
   EXPECT_EQ(check_invariants(a, *dev), "");
 }

@@ -129,16 +129,18 @@ inline std::string check_invariants(const CachingAllocator& a, const SimDevice& 
     int64_t all = want[kSmallPool] + want[kLargePool];
     if (arr[kAggregate].current != all || arr[kSmallPool].current != want[kSmallPool] ||
         arr[kLargePool].current != want[kLargePool])
-      return std::string(name) + " current " + std::to_string(arr[kAggregate].current) + " != recount " + std::to_string(all);
+      return std::string(name) + " current " + std::to_string(arr[kAggregate].current) + " != recount " +
+             std::to_string(all);
     for (const Stat& x : arr)
       if (x.current != x.allocated - x.freed || x.peak < x.current) return std::string(name) + " counters inconsistent";
     return "";
   };
-  for (auto r : {cmp("allocated_bytes", st.allocated_bytes, alloc_bytes), cmp("active_bytes", st.active_bytes, alloc_bytes),
-                 cmp("allocation", st.allocation, alloc_count), cmp("active", st.active, alloc_count),
-                 cmp("requested_bytes", st.requested_bytes, req_bytes), cmp("segment", st.segment, seg_count),
-                 cmp("reserved_bytes", st.reserved_bytes, reserved), cmp("inactive_split", st.inactive_split, split_count),
-                 cmp("inactive_split_bytes", st.inactive_split_bytes, split_bytes)})
+  for (auto r :
+       {cmp("allocated_bytes", st.allocated_bytes, alloc_bytes), cmp("active_bytes", st.active_bytes, alloc_bytes),
+        cmp("allocation", st.allocation, alloc_count), cmp("active", st.active, alloc_count),
+        cmp("requested_bytes", st.requested_bytes, req_bytes), cmp("segment", st.segment, seg_count),
+        cmp("reserved_bytes", st.reserved_bytes, reserved), cmp("inactive_split", st.inactive_split, split_count),
+        cmp("inactive_split_bytes", st.inactive_split_bytes, split_bytes)})
     if (!r.empty()) return r;
   if (st.oversize_allocations.current != oversize_alloc) return "oversize_allocations mismatch";
   if (st.oversize_segments.current != oversize_seg) return "oversize_segments mismatch";

@@ -66,7 +66,7 @@ TEST(SimDevice, VirtualMemoryMapping) {
   EXPECT_TRUE(d.map_pages(va + 2 * page, page));
   EXPECT_TRUE(d.map_pages(va + 3 * page, page));
   EXPECT_TRUE(d.map_pages(va + 4 * page, page));
-  EXPECT_FALSE(d.map_pages(va + 5 * page, page));  // 100 MiB used: OOM
+  EXPECT_FALSE(d.map_pages(va + 5 * page, page));                      // 100 MiB used: OOM
   EXPECT_THROW(d.release_address(va, 10 * page), std::runtime_error);  // pages still mapped
   for (int i = 0; i < 5; ++i) d.unmap_pages(va + i * page, page);
   EXPECT_EQ(d.used_bytes(), 0u);
@@ -95,7 +95,7 @@ TEST(SimDevice, AdoptedSegmentsKeepTheirAddressesBesideTheDriverLayout) {
   const uintptr_t inside = first + 40 * MiB, below = first - 64 * MiB, outside = 0x600000000000ull;
   EXPECT_TRUE(d.adopt(inside, 20 * MiB));
   EXPECT_TRUE(d.adopt(below, 30 * MiB));
-  EXPECT_TRUE(d.adopt(outside, 10 * MiB));  // outside the simulated span: cannot collide
+  EXPECT_TRUE(d.adopt(outside, 10 * MiB));           // outside the simulated span: cannot collide
   EXPECT_FALSE(d.adopt(inside + 2 * MiB, 2 * MiB));  // taken
   EXPECT_FALSE(d.adopt(below - 2 * MiB, 4 * MiB));   // overlaps the one below
   EXPECT_EQ(d.used_bytes(), 60 * MiB);

@@ -147,12 +147,12 @@ TEST_F(EngineCudaPlanOnCpu, PointwisePlanVisitsEveryElementWithMatchingInputs) {
     bool fast;
     int ndim;
   } cases[] = {
-      {randn({6, 5, 8}), base, true, 1},                                    // dense: one dim
+      {randn({6, 5, 8}), base, true, 1},                                                // dense: one dim
       {randn({6, 5, 8}), base.transpose(0, 2).contiguous().transpose(0, 2), false, 3},  // permuted input
-      {out_t.transpose(0, 2), base, false, 3},                              // permuted output
-      {randn({6, 5, 8}), expand_to(randn({8}), {6, 5, 8}), false, 2},       // row broadcast
-      {randn({6, 5, 8}), expand_to(randn({}), {6, 5, 8}), true, 1},         // scalar broadcast
-      {randn({6, 5, 4}), base.slice(2, 2, 6), false, 2},                    // offset slice
+      {out_t.transpose(0, 2), base, false, 3},                                          // permuted output
+      {randn({6, 5, 8}), expand_to(randn({8}), {6, 5, 8}), false, 2},                   // row broadcast
+      {randn({6, 5, 8}), expand_to(randn({}), {6, 5, 8}), true, 1},                     // scalar broadcast
+      {randn({6, 5, 4}), base.slice(2, 2, 6), false, 2},                                // offset slice
   };
   for (auto& c : cases) {
     auto plan = cuda::plan_pointwise(c.out, {&c.in}, "test");
@@ -189,10 +189,10 @@ TEST_F(EngineCudaPlanOnCpu, ReducePlanSumsTheRightElements) {
     Shape in, out;
     bool transposed;
     bool row;
-  } cases[] = {{{64, 300}, {1, 300}, false, false}, {{64, 300}, {64, 1}, false, true},
-               {{64, 300}, {1, 1}, false, true},    {{6, 50, 40}, {1, 50, 1}, false, true},
+  } cases[] = {{{64, 300}, {1, 300}, false, false},     {{64, 300}, {64, 1}, false, true},
+               {{64, 300}, {1, 1}, false, true},        {{6, 50, 40}, {1, 50, 1}, false, true},
                {{6, 50, 40}, {6, 1, 40}, false, false}, {{300, 64}, {1, 300}, true, true},
-               {{2048, 1024}, {1, 1}, false, true}, {{4096, 1024}, {1, 1024}, false, false}};
+               {{2048, 1024}, {1, 1}, false, true},     {{4096, 1024}, {1, 1024}, false, false}};
   std::vector<float> scratch(1 << 20);
   for (auto& c : cases) {
     Tensor in = rand_uniform(c.in, 0.5, 1.5);
@@ -340,12 +340,12 @@ struct UnaryCase {
   bool positive;  // domain: (0.5, 2.5)
 };
 const UnaryCase kUnary[] = {
-    {UnaryOp::Copy, 0, false},      {UnaryOp::Neg, 0, false},         {UnaryOp::Relu, 0, false},
-    {UnaryOp::Gelu, 0, false},      {UnaryOp::GeluTanh, 0, false},    {UnaryOp::Sqrt, 0, true},
-    {UnaryOp::Exp, 0, false},       {UnaryOp::Log, 0, true},          {UnaryOp::Abs, 0, false},
-    {UnaryOp::Square, 0, false},    {UnaryOp::Reciprocal, 0, true},   {UnaryOp::AddScalar, 0.75, false},
+    {UnaryOp::Copy, 0, false},         {UnaryOp::Neg, 0, false},         {UnaryOp::Relu, 0, false},
+    {UnaryOp::Gelu, 0, false},         {UnaryOp::GeluTanh, 0, false},    {UnaryOp::Sqrt, 0, true},
+    {UnaryOp::Exp, 0, false},          {UnaryOp::Log, 0, true},          {UnaryOp::Abs, 0, false},
+    {UnaryOp::Square, 0, false},       {UnaryOp::Reciprocal, 0, true},   {UnaryOp::AddScalar, 0.75, false},
     {UnaryOp::MulScalar, -1.5, false}, {UnaryOp::DivScalar, 3.0, false}, {UnaryOp::RSubScalar, 2.0, false},
-    {UnaryOp::PowScalar, 1.7, true}, {UnaryOp::Silu, 0, false},     {UnaryOp::Rsqrt, 0, true}};
+    {UnaryOp::PowScalar, 1.7, true},   {UnaryOp::Silu, 0, false},        {UnaryOp::Rsqrt, 0, true}};
 
 TEST_F(EngineCudaOps, UnaryOpsMatchCpuOnContiguousAndStridedInputs) {
   struct Layout {
@@ -376,11 +376,16 @@ struct BinaryCase {
   double s;
   bool b_positive;
 };
-const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},        {BinaryOp::Sub, 2.0, false},
-                              {BinaryOp::Mul, 0, false},          {BinaryOp::Div, 0, true},
-                              {BinaryOp::ThresholdBackward, 0, false}, {BinaryOp::GeluBackward, 0, false},
-                              {BinaryOp::GeluTanhBackward, 0, false}, {BinaryOp::SqDiff, 0, false},
-                              {BinaryOp::Lerp, 0.3, false},       {BinaryOp::Maximum, 0, false},
+const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},
+                              {BinaryOp::Sub, 2.0, false},
+                              {BinaryOp::Mul, 0, false},
+                              {BinaryOp::Div, 0, true},
+                              {BinaryOp::ThresholdBackward, 0, false},
+                              {BinaryOp::GeluBackward, 0, false},
+                              {BinaryOp::GeluTanhBackward, 0, false},
+                              {BinaryOp::SqDiff, 0, false},
+                              {BinaryOp::Lerp, 0.3, false},
+                              {BinaryOp::Maximum, 0, false},
                               {BinaryOp::SiluBackward, 0, false}};
 
 TEST_F(EngineCudaOps, BinaryOpsMatchCpuWithBroadcastingAndMixedDtypes) {
@@ -417,7 +422,8 @@ TEST_F(EngineCudaOps, TernaryOpsMatchCpuIncludingInPlaceOptimizerForms) {
     TernaryOp op;
     double s;
     const char* name;
-  } cases[] = {{TernaryOp::Addcmul, 0.7, "addcmul"}, {TernaryOp::Addcdiv, -0.3, "addcdiv"},
+  } cases[] = {{TernaryOp::Addcmul, 0.7, "addcmul"},
+               {TernaryOp::Addcdiv, -0.3, "addcdiv"},
                {TernaryOp::MseBackward, 0.5, "mse_backward"}};
   for (DType dt : kFloatTypes)
     for (const auto& c : cases)
@@ -453,8 +459,8 @@ TEST_F(EngineCudaOps, CastsAndCopiesAreBitExact) {
         cpu_be().unary(UnaryOp::Copy, ref, vc, 0);
         Tensor out = gpu_poisoned(shape, to);
         gpu_be().unary(UnaryOp::Copy, out, vg, 0);
-        EXPECT_EQ(values(out), cpu_values(ref)) << dtype_name(from) << " -> " << dtype_name(to)
-                                                << (transposed ? " transposed" : "");
+        EXPECT_EQ(values(out), cpu_values(ref))
+            << dtype_name(from) << " -> " << dtype_name(to) << (transposed ? " transposed" : "");
       }
   // Broadcast copy (the bias prefill of addmm) and int64 <-> float conversions.
   Tensor bias_c = cpu_rand({77}, DType::Float32);
@@ -678,7 +684,6 @@ TEST_F(EngineCudaOps, LogSoftmaxAndNllLossMatchCpu) {
   EXPECT_NO_THROW(gpu_be().synchronize());  // reported once
 }
 
-
 // ---- transformer kernels against the float64 CPU reference ----
 
 double ttol(DType t) { return t == DType::Float32 ? 1e-4 : 2e-2; }
@@ -708,24 +713,27 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
   // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically.
   for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}})
-  for (DType dt : {DType::Float32, DType::BFloat16}) {
-    const int64_t rows = shape[0] * shape[1];
-    Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt), dy_c = cpu_rand(shape, dt);
-    Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
-    Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({rows}, DType::Float32), r_c = cpu_empty({rows}, DType::Float32);
-    Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({rows}, DType::Float32), r_g = gpu_poisoned({rows}, DType::Float32);
-    cpu_be().layer_norm(y_c, m_c, r_c, x_c, &w_c, &b_c, 1e-5);
-    gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
-    EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
-    EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
-    Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({100}, dt), db_c = cpu_empty({100}, dt);
-    Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({100}, dt), db_g = gpu_poisoned({100}, dt);
-    cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
-    gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
-    EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
-    EXPECT_LE(rel_err(values(dw_g), cpu_values(dw_c)), ttol(dt)) << dtype_name(dt) << " dweight";
-    EXPECT_LE(rel_err(values(db_g), cpu_values(db_c)), ttol(dt)) << dtype_name(dt) << " dbias";
-  }
+    for (DType dt : {DType::Float32, DType::BFloat16}) {
+      const int64_t rows = shape[0] * shape[1];
+      Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt),
+             dy_c = cpu_rand(shape, dt);
+      Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
+      Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({rows}, DType::Float32),
+             r_c = cpu_empty({rows}, DType::Float32);
+      Tensor y_g = gpu_poisoned(shape, dt), m_g = gpu_poisoned({rows}, DType::Float32),
+             r_g = gpu_poisoned({rows}, DType::Float32);
+      cpu_be().layer_norm(y_c, m_c, r_c, x_c, &w_c, &b_c, 1e-5);
+      gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
+      EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
+      EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
+      Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({100}, dt), db_c = cpu_empty({100}, dt);
+      Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({100}, dt), db_g = gpu_poisoned({100}, dt);
+      cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
+      gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
+      EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
+      EXPECT_LE(rel_err(values(dw_g), cpu_values(dw_c)), ttol(dt)) << dtype_name(dt) << " dweight";
+      EXPECT_LE(rel_err(values(db_g), cpu_values(db_c)), ttol(dt)) << dtype_name(dt) << " dbias";
+    }
 }
 
 TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
@@ -733,30 +741,33 @@ TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
   // dims that take each register width of the kernels (1, 2, 4 elements per lane).
   const int64_t B = 2, S = 37, H = 3;
   for (int64_t D : {int64_t(24), int64_t(64), int64_t(96)})
-  for (DType dt : {DType::Float32, DType::BFloat16})
-    for (bool causal : {true, false}) {
-      const double scale = 1.0 / std::sqrt(double(D));
-      auto bhsd = [](const Tensor& t) { return t.transpose(1, 2); };
-      Tensor q_c = cpu_rand({B, S, H, D}, dt), k_c = cpu_rand({B, S, H, D}, dt), v_c = cpu_rand({B, S, H, D}, dt);
-      Tensor go_c = cpu_rand({B, H, S, D}, dt);
-      Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
-      Tensor o_c = cpu_empty({B, H, S, D}, dt), l_c = cpu_empty({B, H, S}, DType::Float32);
-      Tensor o_g = gpu_poisoned({B, H, S, D}, dt), l_g = gpu_poisoned({B, H, S}, DType::Float32);
-      cpu_be().attention(o_c, &l_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), causal, scale);
-      gpu_be().attention(o_g, &l_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), causal, scale);
-      const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" + std::to_string(D);
-      EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
-      EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
-      // the backward from the reference's forward, so only the backward kernels differ
-      Tensor o_in = to_gpu(o_c), l_in = to_gpu(l_c);
-      Tensor dq_c = cpu_empty({B, H, S, D}, dt), dk_c = cpu_empty({B, H, S, D}, dt), dv_c = cpu_empty({B, H, S, D}, dt);
-      Tensor dq_g = gpu_poisoned({B, H, S, D}, dt), dk_g = gpu_poisoned({B, H, S, D}, dt), dv_g = gpu_poisoned({B, H, S, D}, dt);
-      cpu_be().attention_backward(dq_c, dk_c, dv_c, go_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), o_c, l_c, causal, scale);
-      gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), o_in, l_in, causal, scale);
-      EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
-      EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
-      EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
-    }
+    for (DType dt : {DType::Float32, DType::BFloat16})
+      for (bool causal : {true, false}) {
+        const double scale = 1.0 / std::sqrt(double(D));
+        auto bhsd = [](const Tensor& t) { return t.transpose(1, 2); };
+        Tensor q_c = cpu_rand({B, S, H, D}, dt), k_c = cpu_rand({B, S, H, D}, dt), v_c = cpu_rand({B, S, H, D}, dt);
+        Tensor go_c = cpu_rand({B, H, S, D}, dt);
+        Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
+        Tensor o_c = cpu_empty({B, H, S, D}, dt), l_c = cpu_empty({B, H, S}, DType::Float32);
+        Tensor o_g = gpu_poisoned({B, H, S, D}, dt), l_g = gpu_poisoned({B, H, S}, DType::Float32);
+        cpu_be().attention(o_c, &l_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), causal, scale);
+        gpu_be().attention(o_g, &l_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), causal, scale);
+        const std::string what =
+            std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" + std::to_string(D);
+        EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
+        EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+        // the backward from the reference's forward, so only the backward kernels differ
+        Tensor o_in = to_gpu(o_c), l_in = to_gpu(l_c);
+        Tensor dq_c = cpu_empty({B, H, S, D}, dt), dk_c = cpu_empty({B, H, S, D}, dt),
+               dv_c = cpu_empty({B, H, S, D}, dt);
+        Tensor dq_g = gpu_poisoned({B, H, S, D}, dt), dk_g = gpu_poisoned({B, H, S, D}, dt),
+               dv_g = gpu_poisoned({B, H, S, D}, dt);
+        cpu_be().attention_backward(dq_c, dk_c, dv_c, go_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), o_c, l_c, causal, scale);
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), o_in, l_in, causal, scale);
+        EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+        EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
+      }
 }
 
 // The tiled kernels (attention_tiled.cu: head dims 64 and 128, every float dtype):
@@ -802,8 +813,9 @@ TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
           Tensor l_g = make_view(lbuf_g, {B, H, Sq}, {H * Sp, Sp, 1}, 0);
           cpu_be().attention(o_c, &l_c, q_c, k_c, v_c, causal, scale);
           gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, causal, scale);
-          const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" +
-                                   std::to_string(D) + " Sq=" + std::to_string(Sq) + " Sk=" + std::to_string(Sk);
+          const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : " full") +
+                                   " D=" + std::to_string(D) + " Sq=" + std::to_string(Sq) +
+                                   " Sk=" + std::to_string(Sk);
           EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
           EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
           // the backward from the reference's forward (lse in the padded layout too)
@@ -907,7 +919,8 @@ TEST(EngineCudaParity, ProtocolReadingsEqualTheSimulatedDevice) {
                                                              : "";
   if (sim.empty()) GTEST_SKIP() << "no simulated preset for " << name;
   for (const char* precision : {"fp32", "bf16"}) {
-    RunSpec cfg = vramlab::spectest::spec(R"({"model":{"kind":"residual","dim":1024,"depth":4},"batch":512,"optimizer":"adam"})");
+    RunSpec cfg =
+        vramlab::spectest::spec(R"({"model":{"kind":"residual","dim":1024,"depth":4},"batch":512,"optimizer":"adam"})");
     cfg.precision = precision;
     cfg.device = sim;
     RunResult s = run_experiment(cfg);

@@ -97,7 +97,8 @@ std::string run_twin(const TwinConfig& t, const std::string& sim) {
     spec.device = sim;
     RunResult s = run_experiment(spec, o);
     auto base = [](const RunResult& r) { return SpecValue::number(double(r.base)); };
-    return SpecValue::object({{"cuda", readings_of(c)}, {"sim", readings_of(s)}, {"cuda_base", base(c)}, {"sim_base", base(s)}})
+    return SpecValue::object(
+               {{"cuda", readings_of(c)}, {"sim", readings_of(s)}, {"cuda_base", base(c)}, {"sim_base", base(s)}})
         .to_json();
   } catch (const std::exception& e) {
     return SpecValue::object({{"error", SpecValue::string(e.what())}}).to_json();

@@ -192,7 +192,8 @@ TEST_F(engine_gradcheck, EmbeddingWithRepeatedIndices) {
 
 TEST_F(engine_gradcheck, LayerNormAndTheRmsNormChain) {
   gradcheck([](const auto& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {input({3, 5}), input({5}), input({5})});
-  gradcheck([](const auto& v) { return layer_norm(v[0], v[1], v[2], 1e-5); }, {input({2, 3, 4}), input({4}), input({4})});
+  gradcheck([](const auto& v) { return layer_norm(v[0], v[1], v[2], 1e-5); },
+            {input({2, 3, 4}), input({4}), input({4})});
   // RMSNorm as written: x * rsqrt(mean(x^2, -1, keepdim) + eps) * weight
   gradcheck(
       [](const auto& v) {
@@ -255,7 +256,8 @@ TEST_F(engine_gradcheck, GptWithAndWithoutCheckpointing) {
 }
 
 TEST_F(engine_gradcheck, LlamaWithAndWithoutCheckpointing) {
-  const char* spec = R"({"model":{"kind":"llama","vocab":7,"seq":5,"dim":8,"depth":2,"heads":2,"kv_heads":1,"ffn":12}})";
+  const char* spec =
+      R"({"model":{"kind":"llama","vocab":7,"seq":5,"dim":8,"depth":2,"heads":2,"kv_heads":1,"ffn":12}})";
   check_family(spec, {CheckpointSpec::Mode::None, 0}, 2e-2, 1e-3);
   check_family(spec, {CheckpointSpec::Mode::Every, 1}, 2e-2, 1e-3);
 }

@@ -48,19 +48,26 @@ std::string describe(const SpecValue& s) {
   const SpecValue& m = s["model"];
   std::ostringstream o;
   o << m["kind"].as_string("") << ":";
-  if (m["kind"].as_string("") == "mlp") o << m["in"].as_number("") << "-" << m["hidden"].as_number("") << "x" << m["depth"].as_number("");
-  else o << m["dim"].as_number("") << "x" << m["depth"].as_number("");
+  if (m["kind"].as_string("") == "mlp")
+    o << m["in"].as_number("") << "-" << m["hidden"].as_number("") << "x" << m["depth"].as_number("");
+  else
+    o << m["dim"].as_number("") << "x" << m["depth"].as_number("");
   for (auto& [k, v] : s.fields()) {
     if (k == "model") continue;
     o << " " << k << "=";
-    if (v.kind() == SpecValue::Kind::Number) o << v.as_number("");
-    else if (v.kind() == SpecValue::Kind::String) o << v.as_string("");
-    else if (v.kind() == SpecValue::Kind::Bool) o << (v.as_bool("") ? "true" : "false");
+    if (v.kind() == SpecValue::Kind::Number)
+      o << v.as_number("");
+    else if (v.kind() == SpecValue::Kind::String)
+      o << v.as_string("");
+    else if (v.kind() == SpecValue::Kind::Bool)
+      o << (v.as_bool("") ? "true" : "false");
     else if (v.kind() == SpecValue::Kind::Object) {
       o << "{";
       for (auto& [k2, v2] : v.fields())
-        o << k2 << ":" << (v2.kind() == SpecValue::Kind::String ? v2.as_string("") : v2.kind() == SpecValue::Kind::Bool ? (v2.as_bool("") ? "true" : "false")
-                                                                                            : std::to_string(v2.as_number("")))
+        o << k2 << ":"
+          << (v2.kind() == SpecValue::Kind::String ? v2.as_string("")
+              : v2.kind() == SpecValue::Kind::Bool ? (v2.as_bool("") ? "true" : "false")
+                                                   : std::to_string(v2.as_number("")))
           << ",";
       o << "}";
     }
@@ -75,8 +82,10 @@ void expect_within_tolerance(const std::vector<SpecValue>& runs) {
   int exact = 0, within = 0, off = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const SpecValue& run = runs[i];
-    ASSERT_TRUE(run.has("readings") && run["readings"].kind() == SpecValue::Kind::Object) << "run " << i << " has no readings";
-    RunResult r = run_measured(config_from_spec(run["spec"], run.has("warmup") ? run["warmup"].as_string("") : "matmul"));
+    ASSERT_TRUE(run.has("readings") && run["readings"].kind() == SpecValue::Kind::Object)
+        << "run " << i << " has no readings";
+    RunResult r =
+        run_measured(config_from_spec(run["spec"], run.has("warmup") ? run["warmup"].as_string("") : "matmul"));
     std::ostringstream diffs;
     bool run_off = false, run_exact = true;
     for (auto& [key, val] : run["readings"].fields()) {
@@ -100,8 +109,10 @@ void expect_within_tolerance(const std::vector<SpecValue>& runs) {
 
 void expect_exact(const std::vector<SpecValue>& runs) {
   for (const auto& run : runs) {
-    RunResult r = run_measured(config_from_spec(run["spec"], run.has("warmup") ? run["warmup"].as_string("") : "matmul"));
-    for (auto& [key, val] : run["readings"].fields()) EXPECT_EQ(r.at(key), int64_t(val.as_number(""))) << describe(run["spec"]) << " " << key;
+    RunResult r =
+        run_measured(config_from_spec(run["spec"], run.has("warmup") ? run["warmup"].as_string("") : "matmul"));
+    for (auto& [key, val] : run["readings"].fields())
+      EXPECT_EQ(r.at(key), int64_t(val.as_number(""))) << describe(run["spec"]) << " " << key;
   }
 }
 
@@ -154,9 +165,10 @@ TEST(engine_measured_parity, KeptLossGraphsHoldWhatDerivativesYamlSaves) {
   // total_weight. The target counts once, in "input".
   auto round512 = [](int64_t b) { return (b + 511) / 512 * 512; };
   auto with_loss = [&](const char* loss) {
-    Measured m = config_from_spec(parse_json(std::string(R"({"model":{"kind":"mlp","in":300,"hidden":700,"depth":2,"out":7},"batch":100,)") +
-                                            R"("mode":"loss_accumulation","keep_loss_graph":true,"iterations":5,"loss":")" + loss + "\"}"),
-                                  "matmul");
+    Measured m = config_from_spec(
+        parse_json(std::string(R"({"model":{"kind":"mlp","in":300,"hidden":700,"depth":2,"out":7},"batch":100,)") +
+                   R"("mode":"loss_accumulation","keep_loss_graph":true,"iterations":5,"loss":")" + loss + "\"}"),
+        "matmul");
     return run_measured(m);
   };
   RunResult sum = with_loss("sum"), mse = with_loss("mse"), ce = with_loss("cross_entropy");

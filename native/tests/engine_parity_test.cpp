@@ -20,12 +20,14 @@ const SpecValue& reference() {
 // as a spec on the H200 it was measured on.
 RunSpec config_from(const SpecValue& c) {
   std::string model = c["model"].as_string("") == "mlp"
-                          ? "{\"kind\":\"mlp\",\"in\":" + std::to_string(int64_t(c["in"].as_number(""))) + ",\"hidden\":" +
-                                std::to_string(int64_t(c["hidden"].as_number(""))) + ",\"out\":" + std::to_string(int64_t(c["out"].as_number("")))
+                          ? "{\"kind\":\"mlp\",\"in\":" + std::to_string(int64_t(c["in"].as_number(""))) +
+                                ",\"hidden\":" + std::to_string(int64_t(c["hidden"].as_number(""))) +
+                                ",\"out\":" + std::to_string(int64_t(c["out"].as_number("")))
                           : "{\"kind\":\"residual\",\"dim\":" + std::to_string(int64_t(c["dim"].as_number("")));
   model += ",\"depth\":" + std::to_string(int64_t(c["depth"].as_number(""))) + "}";
   std::string j = "{\"model\":" + model + ",\"batch\":" + std::to_string(int64_t(c["batch"].as_number(""))) +
-                  ",\"device\":\"sim:h200-141gb\",\"optimizer\":\"" + (c.has("opt") ? c["opt"].as_string("") : "sgd") + "\"";
+                  ",\"device\":\"sim:h200-141gb\",\"optimizer\":\"" + (c.has("opt") ? c["opt"].as_string("") : "sgd") +
+                  "\"";
   if (c.has("ckpt")) j += ",\"checkpoint\":\"" + c["ckpt"].as_string("") + "\"";
   return vramlab::spectest::spec(j + "}");
 }
@@ -52,7 +54,8 @@ TEST(engine_parity, PublishedParityExamplesAreExact) {
   const auto& runs = reference()["parity_examples"]["runs"].items();
   for (size_t i = 0; i < runs.size(); ++i) {
     RunResult r = run_experiment(config_from(runs[i]["config"]));
-    for (auto& [key, val] : runs[i]["torch"].fields()) EXPECT_EQ(r.at(key), int64_t(val.as_number(""))) << "run " << i << " " << key;
+    for (auto& [key, val] : runs[i]["torch"].fields())
+      EXPECT_EQ(r.at(key), int64_t(val.as_number(""))) << "run " << i << " " << key;
   }
 }
 

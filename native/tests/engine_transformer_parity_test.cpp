@@ -37,7 +37,8 @@ Counts check(const std::vector<SpecValue>& runs, const std::string& label, bool 
   Counts c;
   for (size_t i = 0; i < runs.size(); ++i) {
     const SpecValue& run = runs[i];
-    if (!run.find("readings") || run.find("error") || (run.find("oom") && run["oom"].kind() == SpecValue::Kind::Bool && run["oom"].as_bool("oom")))
+    if (!run.find("readings") || run.find("error") ||
+        (run.find("oom") && run["oom"].kind() == SpecValue::Kind::Bool && run["oom"].as_bool("oom")))
       continue;
     SCOPED_TRACE(label + "[" + std::to_string(i) + "] " + run["spec"].to_json());
     RunResult r = run_experiment(vramlab::spectest::spec(run["spec"]));
@@ -52,8 +53,11 @@ Counts check(const std::vector<SpecValue>& runs, const std::string& label, bool 
       char buf[96];
       std::snprintf(buf, sizeof buf, " %s:%+.3fMiB%s", key.c_str(), double(ours - torch) / 1048576.0, bad ? "!" : "");
       diffs << buf;
-      if (exact) EXPECT_EQ(ours, torch) << key;
-      else EXPECT_LE(std::fabs(double(ours - torch)), tolerance(torch)) << key << ": ours " << ours << " vs torch " << torch;
+      if (exact)
+        EXPECT_EQ(ours, torch) << key;
+      else
+        EXPECT_LE(std::fabs(double(ours - torch)), tolerance(torch))
+            << key << ": ours " << ours << " vs torch " << torch;
     }
     if (const SpecValue* b = run.find("sdpa_backend")) {
       // the reference's "flash" is its probe's name for the fused fp16/bf16 kernel; on an
@@ -62,8 +66,11 @@ Counts check(const std::vector<SpecValue>& runs, const std::string& label, bool 
       EXPECT_EQ(r.sdpa_backend == "cudnn" ? std::string("flash") : r.sdpa_backend, want);
     }
     (run_off ? c.off : run_exact ? c.exact : c.within)++;
-    std::printf("  %s %s[%zu] %s%s\n", run_off ? "OFF   " : run_exact ? "EXACT " : "within", label.c_str(), i,
-                run["spec"].to_json().substr(0, 150).c_str(), diffs.str().c_str());
+    std::printf("  %s %s[%zu] %s%s\n",
+                run_off     ? "OFF   "
+                : run_exact ? "EXACT "
+                            : "within",
+                label.c_str(), i, run["spec"].to_json().substr(0, 150).c_str(), diffs.str().c_str());
   }
   std::printf("  %s: %d exact, %d within, %d off\n", label.c_str(), c.exact, c.within, c.off);
   return c;
@@ -113,7 +120,8 @@ TEST(engine_transformer_parity, MeasuredLengthFixesAreExact) {
 // without empty_cache() is exact; three of the five cadence runs are within tolerance
 // (addresses the driver reuses after cudaFree: docs/parity.md).
 TEST(engine_transformer_parity, MeasuredLengthFixesWidely) {
-  Counts c = check(load("test/refs/measured/h200_length_fixes_more.json")["runs"].items(), "h200_length_fixes_more", false);
+  Counts c =
+      check(load("test/refs/measured/h200_length_fixes_more.json")["runs"].items(), "h200_length_fixes_more", false);
   EXPECT_EQ(c.off, 0);
   EXPECT_GE(c.exact, 17);
 }

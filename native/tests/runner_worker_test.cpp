@@ -32,7 +32,8 @@ size_t count_samples(const EventBatch& b) {
 
 TEST(RunnerWorker, RunsToCompletionAndStreamsEverySample) {
   std::atomic<int> notifies{0}, exits{0};
-  RunWorker w(make_job(synthetic(50, 0)), [&] { ++notifies; }, [&] { ++exits; });
+  RunWorker w(
+      make_job(synthetic(50, 0)), [&] { ++notifies; }, [&] { ++exits; });
   w.start();
   ASSERT_TRUE(w.wait_for(5000));
   w.join();
@@ -115,7 +116,8 @@ TEST(RunnerWorker, OomIsAResult) {
 }
 
 TEST(RunnerWorker, BackpressureMakesTheJobWaitAndLosesNothing) {
-  RunWorker w(make_job(synthetic(100, 0)), [] {}, {}, 10);
+  RunWorker w(
+      make_job(synthetic(100, 0)), [] {}, {}, 10);
   w.start();
   size_t samples = 0, markers = 0, largest = 0;
   while (!w.outcome()) {
@@ -137,7 +139,8 @@ TEST(RunnerWorker, BackpressureMakesTheJobWaitAndLosesNothing) {
 }
 
 TEST(RunnerWorker, CancelWakesAJobWaitingOnAFullQueue) {
-  RunWorker w(make_job(synthetic(1000, 0)), [] {}, {}, 10);
+  RunWorker w(
+      make_job(synthetic(1000, 0)), [] {}, {}, 10);
   w.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // nobody drains: the job waits
   EXPECT_FALSE(w.outcome().has_value());

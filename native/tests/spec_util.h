@@ -14,7 +14,8 @@ namespace vramlab::spectest {
 using vramlab::engine::SpecValue;
 
 inline const SpecValue& defaults() {
-  static SpecValue v = vramlab::engine::load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/spec_defaults.json");
+  static SpecValue v =
+      vramlab::engine::load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/spec_defaults.json");
   return v;
 }
 
@@ -34,7 +35,8 @@ inline SpecValue complete(const SpecValue& partial) {
   std::map<std::string, SpecValue> f = out.fields();
   for (auto& [k, v] : partial.fields()) f[k] = v;
   // model: family defaults under the given fields; kv_heads defaults to heads
-  SpecValue model = merge_values(*fam->find("model"), partial.find("model") ? *partial.find("model") : SpecValue::object({}));
+  SpecValue model =
+      merge_values(*fam->find("model"), partial.find("model") ? *partial.find("model") : SpecValue::object({}));
   if (kind == "llama" && partial.find("model") && !partial.find("model")->has("kv_heads")) {
     auto mf = model.fields();
     mf["kv_heads"] = mf["heads"];

@@ -39,7 +39,7 @@ TEST(VaLayout, FreedRangesAreReusedLowestFirstAndMerge) {
   EXPECT_EQ(v.take(50 * MiB), a);  // lowest first
   v.give(b, 100 * MiB);            // merges with a's rest and c (and the region's tail)
   EXPECT_EQ(v.take(340 * MiB), region + 50 * MiB);
-  v.carve(region + 394 * MiB, 2 * MiB);  // a scripted address takes its range out
+  v.carve(region + 394 * MiB, 2 * MiB);           // a scripted address takes its range out
   EXPECT_EQ(v.take(6 * MiB), region - 32 * MiB);  // 4 MiB left on either side: a new chunk
   EXPECT_EQ(v.take(4 * MiB), region - 26 * MiB);  // the new chunk is lower: first fit takes its rest
 }

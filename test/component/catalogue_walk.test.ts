@@ -26,10 +26,16 @@ describe('catalogue walk', () => {
       it('validates every field: its default, each preset, and a value out of range naming the field', () => {
         const spec = parseSpec({ model: { kind: fam.kind } });
         for (const [k, f] of Object.entries(fam.fields)) {
-          expect((spec.model as unknown as Record<string, unknown>)[k], k).toBe(f.type === 'int' && f.defaultFrom ? (spec.model as unknown as Record<string, unknown>)[f.defaultFrom] : f.default);
+          expect((spec.model as unknown as Record<string, unknown>)[k], k).toBe(
+            f.type === 'int' && f.defaultFrom ? (spec.model as unknown as Record<string, unknown>)[f.defaultFrom] : f.default,
+          );
           const r = checkSpec({ model: { kind: fam.kind, [k]: outOfRange(f) } });
           expect(r.ok, k).toBe(false);
-          if (!r.ok) expect(r.issues.some((i) => i.startsWith(`model.${k}: must be`)), r.issues.join('; ')).toBe(true);
+          if (!r.ok)
+            expect(
+              r.issues.some((i) => i.startsWith(`model.${k}: must be`)),
+              r.issues.join('; '),
+            ).toBe(true);
         }
         for (const p of fam.presets) expect(checkSpec({ model: { kind: fam.kind, ...p.model } }).ok, p.id).toBe(true);
         for (const [k, v] of Object.entries(fam.specDefaults)) expect((spec as unknown as Record<string, unknown>)[k]).toBe(v);
@@ -54,7 +60,8 @@ describe('catalogue walk', () => {
           const select = screen.getByTestId('field-preset') as HTMLSelectElement;
           for (const p of fam.presets) {
             await fireEvent.change(select, { target: { value: p.id } });
-            for (const [k, v] of Object.entries(p.model)) expect((screen.getByTestId(`field-${k}`) as HTMLInputElement).value).toBe(String(v));
+            for (const [k, v] of Object.entries(p.model))
+              expect((screen.getByTestId(`field-${k}`) as HTMLInputElement).value).toBe(String(v));
           }
         }
       });

@@ -27,21 +27,31 @@ const byId = <T extends HTMLElement = HTMLInputElement>(id: string) => screen.ge
 const select = (id: string, value: string) => fireEvent.change(byId<HTMLSelectElement>(id), { target: { value } });
 const type = (id: string, value: string) => fireEvent.input(byId(id), { target: { value } });
 const lastSpec = (onrun: ReturnType<typeof vi.fn>) => onrun.mock.calls.at(-1)![0];
-const titleBytes = (id: string) => Number(byId(id).getAttribute('title')!.replace(/[^0-9]/g, ''));
+const titleBytes = (id: string) =>
+  Number(
+    byId(id)
+      .getAttribute('title')!
+      .replace(/[^0-9]/g, ''),
+  );
 
 describe('ExperimentPanel: model families', () => {
   it('switches to GPT: its fields, batch 8, cross-entropy only, no checkpoint reset of blocks', async () => {
     const { onrun } = setup();
     expect(screen.queryByTestId('field-vocab')).toBeNull();
     await select('field-modelKind', 'gpt');
-    for (const [k, v] of Object.entries({ vocab: '50257', seq: '1024', dim: '768', depth: '12', heads: '12' })) expect(byId(`field-${k}`).value).toBe(v);
+    for (const [k, v] of Object.entries({ vocab: '50257', seq: '1024', dim: '768', depth: '12', heads: '12' }))
+      expect(byId(`field-${k}`).value).toBe(v);
     expect(screen.queryByTestId('field-in')).toBeNull();
     expect(byId('field-batch').value).toBe('8');
     expect([...byId<HTMLSelectElement>('field-loss').options].map((o) => o.value)).toEqual(['cross_entropy']);
     expect(byId<HTMLSelectElement>('field-preset').value).toBe('gpt2');
     expect(byId('field-checkpoint')).toBeTruthy(); // GPT has blocks
     await fireEvent.click(byId('run'));
-    expect(lastSpec(onrun)).toMatchObject({ model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 768, depth: 12, heads: 12 }, batch: 8, loss: 'cross_entropy' });
+    expect(lastSpec(onrun)).toMatchObject({
+      model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 768, depth: 12, heads: 12 },
+      batch: 8,
+      loss: 'cross_entropy',
+    });
     // Back to the MLP: its defaults and loss again, no checkpointing.
     await select('field-modelKind', 'mlp');
     expect(byId('field-batch').value).toBe('256');
@@ -53,7 +63,16 @@ describe('ExperimentPanel: model families', () => {
     setup();
     await select('field-modelKind', 'llama');
     await select('field-preset', 'llama3-8b');
-    for (const [k, v] of Object.entries({ vocab: '128256', seq: '8192', dim: '4096', depth: '32', heads: '32', kv_heads: '8', ffn: '14336' })) expect(byId(`field-${k}`).value).toBe(v);
+    for (const [k, v] of Object.entries({
+      vocab: '128256',
+      seq: '8192',
+      dim: '4096',
+      depth: '32',
+      heads: '32',
+      kv_heads: '8',
+      ffn: '14336',
+    }))
+      expect(byId(`field-${k}`).value).toBe(v);
     await type('field-kv_heads', '5');
     expect(byId('error-kv_heads').textContent).toMatch(/must divide model.heads \(32\) evenly .*\(got 5\)/);
     expect(byId<HTMLSelectElement>('field-preset').value).toBe('');
@@ -63,7 +82,7 @@ describe('ExperimentPanel: model families', () => {
     expect(byId('error-heads').textContent).toMatch(/must divide model.dim \(4096\)/);
   });
 
-  it('offers LoRA with rank, alpha and the family\'s targets, and predicts less memory than full training', async () => {
+  it("offers LoRA with rank, alpha and the family's targets, and predicts less memory than full training", async () => {
     const { onrun } = setup();
     await select('field-modelKind', 'gpt');
     for (const [k, v] of Object.entries({ vocab: '8192', seq: '256', dim: '256', depth: '4', heads: '4' })) await type(`field-${k}`, v);
@@ -99,7 +118,14 @@ describe('ExperimentPanel: model families', () => {
     expect(byId('error-new_tokens').textContent).toMatch(/prompt \+ new_tokens must be at most model.seq \(512\)/);
     await type('field-new_tokens', '128');
     await waitFor(() => expect(byId('prediction').getAttribute('data-pending')).toBe('false'));
-    const reading = (k: string) => Number([...byId('predicted-readings').querySelectorAll('li')].find((li) => li.textContent!.startsWith(k))!.querySelector('.num')!.getAttribute('title')!.replace(/[^0-9]/g, ''));
+    const reading = (k: string) =>
+      Number(
+        [...byId('predicted-readings').querySelectorAll('li')]
+          .find((li) => li.textContent!.startsWith(k))!
+          .querySelector('.num')!
+          .getAttribute('title')!
+          .replace(/[^0-9]/g, ''),
+      );
     await waitFor(() => expect(reading('after_prefill')).toBeGreaterThan(0));
     const dynamic = reading('after_prefill');
     await select('field-cache', 'static');

@@ -18,7 +18,18 @@ beforeAll(() => {
 afterAll(() => env.close());
 
 const devices: DeviceInfo[] = [
-  { id: 'sim:h100-80gb', kind: 'sim', name: 'H100 80GB (sim)', total: 85_017_755_648, free: 84_213_497_856, context: 804_257_792, ordinal: 0, memBandwidthGBs: 3350, fp32Tflops: 67, bf16Tflops: 989 },
+  {
+    id: 'sim:h100-80gb',
+    kind: 'sim',
+    name: 'H100 80GB (sim)',
+    total: 85_017_755_648,
+    free: 84_213_497_856,
+    context: 804_257_792,
+    ordinal: 0,
+    memBandwidthGBs: 3350,
+    fp32Tflops: 67,
+    bf16Tflops: 989,
+  },
 ];
 
 function setup(overrides = {}) {
@@ -71,7 +82,12 @@ describe('ExperimentPanel validation', () => {
   it('predicts exactly the peak the run then measures (default spec)', async () => {
     const { onrun } = setup();
     await waitFor(() => expect(screen.getByTestId('predicted-peak')).toBeTruthy());
-    const predicted = Number(screen.getByTestId('predicted-peak').getAttribute('title')!.replace(/[^0-9]/g, ''));
+    const predicted = Number(
+      screen
+        .getByTestId('predicted-peak')
+        .getAttribute('title')!
+        .replace(/[^0-9]/g, ''),
+    );
     await fireEvent.click(screen.getByTestId('run'));
     const { runId } = await api.startRun(env.transport, onrun.mock.calls[0][0]);
     let meta = (await api.getRun(env.transport, runId)).meta;

@@ -7,7 +7,18 @@ import { loadProgress } from '../../renderer/src/lessons/progress';
 import { checkSpec } from '../../main/contract/spec';
 import type { DeviceInfo } from '../../main/contract';
 
-const h100: DeviceInfo = { id: 'sim:h100-80gb', kind: 'sim', name: 'NVIDIA H100 80GB (simulated)', total: 85_017_755_648, free: 84_213_497_856, context: 804_257_792, ordinal: 0, memBandwidthGBs: 3350, fp32Tflops: 67, bf16Tflops: 989 };
+const h100: DeviceInfo = {
+  id: 'sim:h100-80gb',
+  kind: 'sim',
+  name: 'NVIDIA H100 80GB (simulated)',
+  total: 85_017_755_648,
+  free: 84_213_497_856,
+  context: 804_257_792,
+  ordinal: 0,
+  memBandwidthGBs: 3350,
+  fp32Tflops: 67,
+  bf16Tflops: 989,
+};
 
 beforeEach(() => localStorage.clear());
 afterEach(() => cleanup());
@@ -63,6 +74,9 @@ describe('LessonsPanel', () => {
     render(LessonsPanel, { props: { devices: [h100], onexperiment: vi.fn(), onplayground } });
     await fireEvent.click(screen.getByTestId('lesson-fragmentation'));
     await fireEvent.click(screen.getAllByTestId('lesson-action')[1]);
-    expect(onplayground).toHaveBeenCalledWith(expect.arrayContaining(['x = randn(104857600)']), { capacity: '1100MiB', allocConf: 'max_split_size_mb:128' });
+    expect(onplayground).toHaveBeenCalledWith(expect.arrayContaining(['x = randn(104857600)']), {
+      capacity: '1100MiB',
+      allocConf: 'max_split_size_mb:128',
+    });
   });
 });

@@ -21,7 +21,10 @@ let transport: Transport;
 beforeAll(async () => {
   home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-runs-panel-'));
   const store = await RunStore.open(home);
-  for (const [name, batch] of [['adam baseline', 256], ['big batch', 4096]] as const) {
+  for (const [name, batch] of [
+    ['adam baseline', 256],
+    ['big batch', 4096],
+  ] as const) {
     const w = await store.create(parseSpec({ batch }), { name });
     await w.finish('cancelled', null);
   }
@@ -72,7 +75,14 @@ describe('RunsPanel', () => {
   });
 
   it('shows a host error in place instead of an empty screen', async () => {
-    const broken: Transport = { ...transport, send: async (m) => ({ id: (m as { id: number }).id, ok: false, error: { code: 'unavailable', message: 'lost the connection to vramlab serve' } }) };
+    const broken: Transport = {
+      ...transport,
+      send: async (m) => ({
+        id: (m as { id: number }).id,
+        ok: false,
+        error: { code: 'unavailable', message: 'lost the connection to vramlab serve' },
+      }),
+    };
     render(RunsPanel, { props: { transport: broken, onopen: vi.fn() } });
     await waitFor(() => expect(screen.getByTestId('runs-error').textContent).toContain('lost the connection'));
   });

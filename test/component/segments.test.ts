@@ -45,7 +45,10 @@ describe('segmentsAt', () => {
   });
 
   it('rounds traced request sizes up to the 512-byte blocks the allocator hands out', () => {
-    const s = segmentsAt([ev(0, 'segment_alloc', base, 2 * MiB), ev(1, 'alloc', base, 1000, 'temporaries'), ev(2, 'alloc', base + 1024, 1, 'inputs')], 5);
+    const s = segmentsAt(
+      [ev(0, 'segment_alloc', base, 2 * MiB), ev(1, 'alloc', base, 1000, 'temporaries'), ev(2, 'alloc', base + 1024, 1, 'inputs')],
+      5,
+    );
     expect(s.segments[0].blocks.slice(0, 2).map((b) => b.size)).toEqual([1024, 512]);
     expect(s.allocated).toBe(1536);
   });
@@ -77,7 +80,10 @@ describe('segmentsAt', () => {
   });
 
   it('drops a freed segment', () => {
-    const s = segmentsAt([...trace, ev(40, 'free_completed', base + 2000 * MiB, 512), ev(41, 'segment_free', base + 2000 * MiB, 2 * MiB)], 50);
+    const s = segmentsAt(
+      [...trace, ev(40, 'free_completed', base + 2000 * MiB, 512), ev(41, 'segment_free', base + 2000 * MiB, 2 * MiB)],
+      50,
+    );
     expect(s.segments).toHaveLength(1);
   });
 });

@@ -2,7 +2,17 @@
 // presets, base64 chunks.
 import { describe, expect, it } from 'vitest';
 import type { SnapTimeline } from '../../main/contract/snapshot';
-import { bandAt, bandPolygon, bandsAt, byteTicks, frameFor, nearestPoint, niceMax, xOf, yOf } from '../../renderer/src/lib/snapshot/timeline';
+import {
+  bandAt,
+  bandPolygon,
+  bandsAt,
+  byteTicks,
+  frameFor,
+  nearestPoint,
+  niceMax,
+  xOf,
+  yOf,
+} from '../../renderer/src/lib/snapshot/timeline';
 import { confItems, hasItem, withItem, withoutKey } from '../../renderer/src/lib/snapshot/conf';
 import { toBase64 } from '../../renderer/src/lib/snapshot/upload';
 import { frameShort, formatDuration } from '../../renderer/src/lib/snapshot/format';

@@ -77,7 +77,16 @@ describe('Snapshots screen', () => {
     await screen.findByTestId('snap-name');
     await fireEvent.click(screen.getByTestId('snapview-state'));
     // Opens at peak reserved: 416 MiB in 23 segments... of which some were freed later.
-    await waitFor(() => expect(Number(screen.getByTestId('snap-state-reserved').parentElement!.getAttribute('title')!.replace(/[^0-9]/g, ''))).toBe(stats.peak_reserved));
+    await waitFor(() =>
+      expect(
+        Number(
+          screen
+            .getByTestId('snap-state-reserved')
+            .parentElement!.getAttribute('title')!
+            .replace(/[^0-9]/g, ''),
+        ),
+      ).toBe(stats.peak_reserved),
+    );
     await fireEvent.input(screen.getByTestId('snap-event'), { target: { value: '-1' } });
     await waitFor(() => expect(screen.getByTestId('snap-state-event').textContent).toMatch(/before the first event/));
     expect(screen.queryAllByTestId('snap-seg')).toHaveLength(0);

@@ -61,9 +61,13 @@ describe('Snapshots from real jobs', () => {
     expect((screen.getByTestId('snap-capacity') as HTMLInputElement).value).toBe('2GiB');
     await fireEvent.input(screen.getByTestId('snap-conf-input'), { target: { value: '' } });
     await fireEvent.click(screen.getByTestId('snap-run-whatif'));
-    await waitFor(() => expect(screen.getByTestId('snap-own-outcome').textContent).toMatch(/^OOM at event 1892.*the recorded OOM again/), { timeout: 15_000 });
+    await waitFor(() => expect(screen.getByTestId('snap-own-outcome').textContent).toMatch(/^OOM at event 1892.*the recorded OOM again/), {
+      timeout: 15_000,
+    });
     await fireEvent.input(screen.getByTestId('snap-capacity'), { target: { value: '3GiB' } });
     await fireEvent.click(screen.getByTestId('snap-run-whatif'));
-    await waitFor(() => expect(screen.getByTestId('snap-own-outcome').textContent).toMatch(/^fits.*recorded OOM avoided/), { timeout: 15_000 });
+    await waitFor(() => expect(screen.getByTestId('snap-own-outcome').textContent).toMatch(/^fits.*recorded OOM avoided/), {
+      timeout: 15_000,
+    });
   });
 });

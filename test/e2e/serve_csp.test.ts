@@ -31,7 +31,9 @@ describe.runIf(haveChromium())('served page CSP', () => {
     const violations: string[] = [];
     await page.exposeFunction('reportViolation', (uri: string) => violations.push(uri));
     await page.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { reportViolation(u: string): void }).reportViolation(e.blockedURI));
+      document.addEventListener('securitypolicyviolation', (e) =>
+        (window as unknown as { reportViolation(u: string): void }).reportViolation(e.blockedURI),
+      );
     });
     await page.goto(server.url);
     await page.locator('[data-testid="connection"]', { hasText: 'connected' }).waitFor();

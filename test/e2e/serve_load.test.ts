@@ -8,11 +8,15 @@ import path from 'node:path';
 describe('serve under load (light)', () => {
   it('stays up with bounded RSS', () => {
     const root = path.resolve(__dirname, '../..');
-    const r = spawnSync(process.execPath, ['bench/serve/load.mjs', '--clients', '10', '--slow', '2', '--seconds', '3', '--huge-samples', '200000', '--json'], {
-      cwd: root,
-      encoding: 'utf8',
-      timeout: 110_000,
-    });
+    const r = spawnSync(
+      process.execPath,
+      ['bench/serve/load.mjs', '--clients', '10', '--slow', '2', '--seconds', '3', '--huge-samples', '200000', '--json'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 110_000,
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout.trim().split('\n').pop()!);
     expect(report.serveUpAfter).toBe(true);

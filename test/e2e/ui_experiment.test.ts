@@ -58,11 +58,15 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     // Scrub the segment map to the start and to the middle of the run.
     // The segment map replays the run's allocator trace (the spec records history by default).
     if (await page.getByTestId('no-trace').count())
-      throw new Error(`segment map: ${await page.getByTestId('no-trace').textContent()} (runs with history: true must stream "alloc" events)`);
+      throw new Error(
+        `segment map: ${await page.getByTestId('no-trace').textContent()} (runs with history: true must stream "alloc" events)`,
+      );
     const map = page.getByTestId('segment-map');
     await map.waitFor({ timeout: 10_000 }).catch(async (e) => {
       await page.screenshot({ path: shot('ui_segment_map_failed'), fullPage: true });
-      throw new Error(`segment map not shown: ${(await page.locator('section[aria-label="Segment map"]').innerHTML()).slice(0, 400)} (${e})`);
+      throw new Error(
+        `segment map not shown: ${(await page.locator('section[aria-label="Segment map"]').innerHTML()).slice(0, 400)} (${e})`,
+      );
     });
     const atEnd = await map.getAttribute('data-segments');
     const scrub = page.getByTestId('scrub');
@@ -83,7 +87,7 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     await page.close();
   });
 
-  it('shows an OOM with PyTorch\'s message and the diagnosis when the capacity is small', async () => {
+  it("shows an OOM with PyTorch's message and the diagnosis when the capacity is small", async () => {
     const { page, errors } = await openLab(env);
     await fill(page, 'field-batch', '8192');
     await fill(page, 'field-capacity', '160MiB');
@@ -99,7 +103,7 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     await page.close();
   });
 
-  it('draws the CUDA context & libraries as their own band under the card\'s total', async () => {
+  it("draws the CUDA context & libraries as their own band under the card's total", async () => {
     const { page, errors } = await openLab(env);
     await page.getByTestId('field-device').selectOption('sim:t4-16gb');
     await page.getByTestId('field-modelKind').selectOption('residual');
@@ -109,10 +113,14 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     // The prediction shows the context as its own row and counts it in the verdict.
     await page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-context"]').waitFor();
     expect(await page.getByTestId('predicted-context').textContent()).toMatch(/CUDA context & libraries\s*[0-9.]+ MiB/);
-    expect(await page.getByTestId('predicted-oom').textContent()).toMatch(/reserved \+ CUDA context & libraries would pass the card's 14\.58 GiB/);
+    expect(await page.getByTestId('predicted-oom').textContent()).toMatch(
+      /reserved \+ CUDA context & libraries would pass the card's 14\.58 GiB/,
+    );
     await page.getByTestId('run').click();
     expect(await waitForRun(page, 'ui_context_band')).toBe('oom');
-    expect(await page.getByTestId('oom-whole-card').textContent()).toMatch(/reserved [0-9.]+ GiB \+ CUDA context [0-9.]+ MiB = [0-9.]+ GiB of 14\.58 GiB/);
+    expect(await page.getByTestId('oom-whole-card').textContent()).toMatch(
+      /reserved [0-9.]+ GiB \+ CUDA context [0-9.]+ MiB = [0-9.]+ GiB of 14\.58 GiB/,
+    );
     const key = page.getByTestId('context-band');
     expect(await key.textContent()).toMatch(/CUDA context & libraries: [0-9.]+ MiB of the card's 14\.58 GiB/);
     await page.waitForFunction(() => document.querySelector('[data-testid="context-band"]')?.getAttribute('data-drawn') === 'true');
@@ -120,14 +128,17 @@ describe.skipIf(!haveChromium())('UI: experiment run', () => {
     const chart = page.getByTestId('memory-chart');
     const [top, bottom] = (await chart.getAttribute('data-context-band'))!.split(',').map(Number);
     expect(bottom).toBeGreaterThan(top);
-    const greenish = await chart.locator('canvas').evaluate((c, mid) => {
-      const canvas = c as HTMLCanvasElement;
-      const scale = canvas.width / canvas.clientWidth;
-      const row = canvas.getContext('2d')!.getImageData(0, Math.round(mid * scale), canvas.width, 1).data;
-      let n = 0;
-      for (let i = 0; i < row.length; i += 4) if (row[i + 3] > 0 && row[i + 1] > row[i] + 4 && row[i + 1] > row[i + 2] + 4) n++;
-      return n / (row.length / 4);
-    }, (top + bottom) / 2);
+    const greenish = await chart.locator('canvas').evaluate(
+      (c, mid) => {
+        const canvas = c as HTMLCanvasElement;
+        const scale = canvas.width / canvas.clientWidth;
+        const row = canvas.getContext('2d')!.getImageData(0, Math.round(mid * scale), canvas.width, 1).data;
+        let n = 0;
+        for (let i = 0; i < row.length; i += 4) if (row[i + 3] > 0 && row[i + 1] > row[i] + 4 && row[i + 1] > row[i + 2] + 4) n++;
+        return n / (row.length / 4);
+      },
+      (top + bottom) / 2,
+    );
     expect(greenish).toBeGreaterThan(0.3);
     await page.getByTestId('run-view').screenshot({ path: shot('ui_context_band') });
     expect(errors).toEqual([]);

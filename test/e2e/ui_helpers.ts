@@ -37,7 +37,11 @@ export interface UiPage {
 
 /** Opens the lab at a tab; collects uncaught page errors and CSP violations. */
 export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boolean } = {}): Promise<UiPage> {
-  const page = await env.browser.newPage({ viewport: { width: 1360, height: 900 }, acceptDownloads: true, colorScheme: opts.dark ? 'dark' : 'light' });
+  const page = await env.browser.newPage({
+    viewport: { width: 1360, height: 900 },
+    acceptDownloads: true,
+    colorScheme: opts.dark ? 'dark' : 'light',
+  });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => {

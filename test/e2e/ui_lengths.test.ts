@@ -14,7 +14,13 @@ describe.skipIf(!haveChromium())('UI: varying lengths', () => {
   it('draws lengths per step, checks them, and compares the fixes', async () => {
     const { page, errors } = await openLab(env);
     await page.getByTestId('field-modelKind').selectOption('gpt');
-    for (const [f, v] of [['field-vocab', '8192'], ['field-dim', '256'], ['field-depth', '2'], ['field-heads', '4']]) await fill(page, f, v);
+    for (const [f, v] of [
+      ['field-vocab', '8192'],
+      ['field-dim', '256'],
+      ['field-depth', '2'],
+      ['field-heads', '4'],
+    ])
+      await fill(page, f, v);
     await page.getByTestId('field-precision').selectOption('bf16');
     await page.getByTestId('field-optimizer').selectOption('adamw');
     await page.getByTestId('field-history').uncheck();
@@ -34,9 +40,9 @@ describe.skipIf(!haveChromium())('UI: varying lengths', () => {
     await page.locator('[data-testid="fixes-panel"][aria-busy="false"] [data-testid="fixes-table"]').waitFor({ timeout: 110_000 });
     const err = page.getByTestId('fixes-error');
     if (await err.count()) throw new Error(`fixes failed in the UI: ${await err.textContent()}`);
-    const rows = await page.locator('[data-testid="fixes-table"] tbody tr').evaluateAll((trs) =>
-      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent!.trim())),
-    );
+    const rows = await page
+      .locator('[data-testid="fixes-table"] tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent!.trim())));
     expect(rows.map((r) => r[0])).toEqual([
       'As is',
       'Pad to multiples of 128 tokens',

@@ -52,7 +52,8 @@ describe.skipIf(!haveChromium())('UI: guided experiments', () => {
     await page.screenshot({ path: shot('ui_dark_experiment'), fullPage: true });
     // The tabs are keyboard reachable: arrow keys move between screens.
     await page.getByTestId('tab-experiment').focus();
-    for (let i = 0; i < 6 && (await page.getByTestId('tab-lessons').getAttribute('aria-selected')) !== 'true'; i++) await page.keyboard.press('ArrowRight');
+    for (let i = 0; i < 6 && (await page.getByTestId('tab-lessons').getAttribute('aria-selected')) !== 'true'; i++)
+      await page.keyboard.press('ArrowRight');
     expect(await page.getByTestId('tab-lessons').getAttribute('aria-selected')).toBe('true');
     expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('tab-lessons');
     await page.getByTestId('lessons').waitFor();

@@ -15,7 +15,11 @@ describe.skipIf(!haveChromium())('UI: tensor playground', () => {
     const { page, errors } = await openLab(env, 'playground');
     await page.getByTestId('pg-open').click();
     const pgError = page.getByTestId('pg-error');
-    await page.waitForFunction(() => document.querySelector('[data-testid="pg-allocated"]') || document.querySelector('[data-testid="pg-error"]'), null, { timeout: 30_000 });
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="pg-allocated"]') || document.querySelector('[data-testid="pg-error"]'),
+      null,
+      { timeout: 30_000 },
+    );
     if (await pgError.count()) {
       await page.screenshot({ path: shot('ui_playground_failed'), fullPage: true });
       throw new Error(`playground failed in the UI: ${await pgError.textContent()}`);

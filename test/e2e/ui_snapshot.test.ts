@@ -48,7 +48,10 @@ describe.skipIf(!haveChromium())('UI: PyTorch memory snapshots', () => {
     await page.keyboard.press('Enter');
     await page.getByTestId('snap-state').waitFor();
     // The last point is the last bucket's peak: one of the final events.
-    await page.getByTestId('snap-state-event').filter({ hasText: /event 262\d/ }).waitFor();
+    await page
+      .getByTestId('snap-state-event')
+      .filter({ hasText: /event 262\d/ })
+      .waitFor();
     expect(await page.getByTestId('snap-seg').count()).toBe(37);
     // The scrubber, by keyboard: Home goes before the first event: nothing reserved.
     await page.getByTestId('snap-scrubber').focus();
@@ -92,7 +95,10 @@ describe.skipIf(!haveChromium())('UI: PyTorch memory snapshots', () => {
     // A setting the allocator refuses: the reason, in place; the screen keeps working.
     await page.getByTestId('snap-conf-input').fill('max_split_size_mb:4');
     await page.getByTestId('snap-run-whatif').click();
-    await page.getByTestId('snap-whatif-error').filter({ hasText: /max_split_size_mb.*too small, must be >= 20/ }).waitFor();
+    await page
+      .getByTestId('snap-whatif-error')
+      .filter({ hasText: /max_split_size_mb.*too small, must be >= 20/ })
+      .waitFor();
     await page.screenshot({ path: shot('ui_snapshot_whatif_error'), fullPage: true });
 
     // Grid mode.
@@ -109,7 +115,7 @@ describe.skipIf(!haveChromium())('UI: PyTorch memory snapshots', () => {
     await page.close();
   });
 
-  it('shows the reader\'s reason for a file that is not a snapshot, in place', async () => {
+  it("shows the reader's reason for a file that is not a snapshot, in place", async () => {
     const { page, errors } = await openLab(env, 'snapshots', { dark: true });
     // The first test left resnet18 open in the host: the screen comes back to it.
     await page.getByTestId('snap-name').filter({ hasText: 'resnet18_sgd.pickle' }).waitFor();
@@ -132,7 +138,12 @@ describe.skipIf(!haveChromium())('UI: PyTorch memory snapshots', () => {
     await page.dispatchEvent('[data-testid="snap-drop"]', 'drop', { dataTransfer });
     await page.getByTestId('snap-name').filter({ hasText: 'mlp_adam.pickle' }).waitFor();
     expect(await page.getByTestId('snap-open-error').count()).toBe(0);
-    expect(await page.locator('select option').filter({ hasText: /\.pickle$/ }).allTextContents()).toEqual(['mlp_adam.pickle', 'resnet18_sgd.pickle']);
+    expect(
+      await page
+        .locator('select option')
+        .filter({ hasText: /\.pickle$/ })
+        .allTextContents(),
+    ).toEqual(['mlp_adam.pickle', 'resnet18_sgd.pickle']);
     await page.getByTestId('snap-timeline').waitFor();
     await page.screenshot({ path: shot('ui_snapshot_dropped_dark'), fullPage: true });
     expect(errors).toEqual([]);

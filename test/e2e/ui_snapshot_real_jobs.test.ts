@@ -31,7 +31,10 @@ describe.skipIf(!haveChromium())('UI: snapshots from real jobs', () => {
     expect(await page.getByTestId('snap-capacity').inputValue()).toBe('2GiB');
     await page.getByTestId('snap-conf-input').fill('');
     await page.getByTestId('snap-run-whatif').click();
-    await page.getByTestId('snap-own-outcome').filter({ hasText: /OOM at event 1892/ }).waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('snap-own-outcome')
+      .filter({ hasText: /OOM at event 1892/ })
+      .waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('snap-own-outcome').textContent()).toMatch(/the recorded OOM again/);
 
     await page.getByTestId('snap-file').setInputFiles(path.join(FIX, 'gpt_late_start.pickle'));

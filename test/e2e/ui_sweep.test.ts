@@ -30,10 +30,28 @@ describe.skipIf(!haveChromium())('UI: sweeps', () => {
     const statuses = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelectorAll('td')[1].textContent));
     expect(statuses).toEqual(['done', 'done', 'done']);
     // Peaks grow with the batch.
-    const peaks = await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.querySelectorAll('td')[2].getAttribute('title')!.replace(/[^0-9]/g, ''))));
+    const peaks = await rows.evaluateAll((trs) =>
+      trs.map((tr) =>
+        Number(
+          tr
+            .querySelectorAll('td')[2]
+            .getAttribute('title')!
+            .replace(/[^0-9]/g, ''),
+        ),
+      ),
+    );
     expect(peaks[0]).toBeLessThan(peaks[2]);
     // Predicted next to measured (both over the baseline): on a simulated card the prediction is the run.
-    const predicted = await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.querySelectorAll('td')[4].getAttribute('title')!.replace(/[^0-9]/g, ''))));
+    const predicted = await rows.evaluateAll((trs) =>
+      trs.map((tr) =>
+        Number(
+          tr
+            .querySelectorAll('td')[4]
+            .getAttribute('title')!
+            .replace(/[^0-9]/g, ''),
+        ),
+      ),
+    );
     expect(predicted).toEqual(peaks);
     await page.screenshot({ path: shot('ui_sweep'), fullPage: true });
 
@@ -63,7 +81,12 @@ describe.skipIf(!haveChromium())('UI: sweeps', () => {
     expect(await rows.count()).toBe(9);
     const peak = async (depth: string, mode: string) =>
       Number(
-        (await rows.filter({ has: page.locator(`td:nth-child(1):text-is("${depth}")`) }).filter({ has: page.locator(`td:nth-child(2):text-is("${mode}")`) }).locator('td').nth(3).getAttribute('title'))!.replace(/[^0-9]/g, ''),
+        (await rows
+          .filter({ has: page.locator(`td:nth-child(1):text-is("${depth}")`) })
+          .filter({ has: page.locator(`td:nth-child(2):text-is("${mode}")`) })
+          .locator('td')
+          .nth(3)
+          .getAttribute('title'))!.replace(/[^0-9]/g, ''),
       );
     // At batch 1024 the activations dominate: checkpointing every block lowers the peak of the deepest model.
     expect(await peak('16', 'block')).toBeLessThan(await peak('16', 'none'));

@@ -55,7 +55,19 @@ describe.skipIf(!haveChromium())('UI: transformers', () => {
     if (await err.count()) throw new Error(`seq sweep failed in the UI: ${await err.textContent()}`);
     const rows = page.locator('[data-testid="sweep-table"] tbody tr');
     expect(await rows.count()).toBe(2);
-    const cell = (col: number) => rows.evaluateAll((trs, c) => trs.map((tr) => Number(tr.querySelectorAll('td')[c].getAttribute('title')!.replace(/[^0-9]/g, ''))), col);
+    const cell = (col: number) =>
+      rows.evaluateAll(
+        (trs, c) =>
+          trs.map((tr) =>
+            Number(
+              tr
+                .querySelectorAll('td')
+                [c].getAttribute('title')!
+                .replace(/[^0-9]/g, ''),
+            ),
+          ),
+        col,
+      );
     const measured = await cell(2);
     expect(measured[1]).toBeGreaterThan(measured[0]);
     expect(await cell(4)).toEqual(measured); // simulated before running = measured on a simulated card
@@ -67,16 +79,21 @@ describe.skipIf(!haveChromium())('UI: transformers', () => {
   it('runs LoRA: few trainable parameters, and a lower predicted peak than full fine-tuning', async () => {
     const { page, errors } = await openLab(env);
     await gpt2(page);
-    const settled = () => page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-peak"]').waitFor({ timeout: 30_000 });
+    const settled = () =>
+      page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-peak"]').waitFor({ timeout: 30_000 });
     const predicted = async () => Number((await page.getByTestId('predicted-peak').getAttribute('title'))!.replace(/[^0-9]/g, ''));
     await settled();
     const full = await predicted();
     await page.getByTestId('field-finetune').selectOption('lora');
     await page.getByTestId('field-target-fc').check();
-    await page.waitForFunction((f) => {
-      const el = document.querySelector('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-peak"]');
-      return !!el && Number(el.getAttribute('title')!.replace(/[^0-9]/g, '')) < f;
-    }, full, { timeout: 30_000 });
+    await page.waitForFunction(
+      (f) => {
+        const el = document.querySelector('[data-testid="prediction"][data-pending="false"] [data-testid="predicted-peak"]');
+        return !!el && Number(el.getAttribute('title')!.replace(/[^0-9]/g, '')) < f;
+      },
+      full,
+      { timeout: 30_000 },
+    );
     expect(await predicted()).toBeLessThan(full);
     await page.getByTestId('run').click();
     expect(await waitForRun(page, 'ui_lora')).toBe('done');

@@ -5,11 +5,28 @@ import type { PickleValue } from '../../main/snapshot/pickle/values';
 
 /** "Billion laughs": a snapshot whose trace lists reference one list of one event, n x m times. */
 export function laughsSnapshot(n = 3000, m = 3000): Buffer {
-  const frame = new Map<string, PickleValue>([['name', 'f'], ['filename', 'a.py'], ['line', 1]]);
-  const ev = new Map<string, PickleValue>([['action', 'alloc'], ['addr', 1 << 20], ['size', 512], ['stream', 0], ['time_us', 1], ['frames', [frame]]]);
+  const frame = new Map<string, PickleValue>([
+    ['name', 'f'],
+    ['filename', 'a.py'],
+    ['line', 1],
+  ]);
+  const ev = new Map<string, PickleValue>([
+    ['action', 'alloc'],
+    ['addr', 1 << 20],
+    ['size', 512],
+    ['stream', 0],
+    ['time_us', 1],
+    ['frames', [frame]],
+  ]);
   const inner = new Array<PickleValue>(m).fill(ev);
   const traces = new Array<PickleValue>(n).fill(inner);
-  return writePickle(new Map<string, PickleValue>([['segments', []], ['device_traces', traces]]), { protocol: 4 });
+  return writePickle(
+    new Map<string, PickleValue>([
+      ['segments', []],
+      ['device_traces', traces],
+    ]),
+    { protocol: 4 },
+  );
 }
 
 /** A dict whose key is a tuple nested `depth` deep: ((((),),),) ... */

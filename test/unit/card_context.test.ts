@@ -75,7 +75,9 @@ describe('the CUDA context on the card', () => {
       writeFileSync(f, JSON.stringify({ ...SPEC, device: PRESET, batch: 256 }));
       const run = await cli(['run', f]);
       expect(run.code).toBe(0);
-      expect(run.out).toMatch(/on the card: peak reserved [0-9.]+ [MG]iB \+ CUDA context [0-9.]+ MiB = [0-9.]+ [MG]iB of 23\.55 GiB \(what nvidia-smi shows\)/);
+      expect(run.out).toMatch(
+        /on the card: peak reserved [0-9.]+ [MG]iB \+ CUDA context [0-9.]+ MiB = [0-9.]+ [MG]iB of 23\.55 GiB \(what nvidia-smi shows\)/,
+      );
       const json = JSON.parse((await cli(['run', f, '--json'])).out);
       expect(json.context).toBe(card().context);
       const fit = await cli(['fit', f, '--max', '512', '-q']);

@@ -27,7 +27,7 @@ describe('import boundaries', () => {
     ['main/store/store.ts', "export { x } from '../host/create';", 'store must not import host'],
     ['main/addon/load.ts', "const m = await import('../runner/fit');", 'addon must not import runner'],
     ['renderer/src/lib/api.ts', "import { RunStore } from '../../../main/store/store';", 'renderer must not import store'],
-    ['renderer/src/App.svelte', "<script lang=\"ts\">import x from '../../main/paths';</script>", 'renderer must not import paths'],
+    ['renderer/src/App.svelte', '<script lang="ts">import x from \'../../main/paths\';</script>', 'renderer must not import paths'],
   ])('fails on an upward import in %s', (file, text, rule) => {
     const problems = check([{ path: file, text }]);
     expect(problems).toHaveLength(1);
@@ -35,8 +35,12 @@ describe('import boundaries', () => {
   });
 
   it('allows the layers below and packages', () => {
-    expect(check([{ path: 'main/cli/commands/fit.ts', text: "import { runFit } from '../../runner/fit';\nimport { z } from 'zod';" }])).toEqual([]);
-    expect(check([{ path: 'renderer/src/lib/x.ts', text: "import { parseSpec } from '$contract/spec';\nimport { y } from './y';" }])).toEqual([]);
+    expect(
+      check([{ path: 'main/cli/commands/fit.ts', text: "import { runFit } from '../../runner/fit';\nimport { z } from 'zod';" }]),
+    ).toEqual([]);
+    expect(
+      check([{ path: 'renderer/src/lib/x.ts', text: "import { parseSpec } from '$contract/spec';\nimport { y } from './y';" }]),
+    ).toEqual([]);
     expect(layerOf('main/host/host.ts')).toBe('host-core');
     expect(layerOf('main/host/create.ts')).toBe('host');
   });

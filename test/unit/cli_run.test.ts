@@ -40,11 +40,24 @@ function specFile(spec: unknown): string {
   return f;
 }
 
-type ParityConfig = { model: string; in?: number; hidden?: number; depth: number; out?: number; dim?: number; batch: number; ckpt?: string; opt: string };
+type ParityConfig = {
+  model: string;
+  in?: number;
+  hidden?: number;
+  depth: number;
+  out?: number;
+  dim?: number;
+  batch: number;
+  ckpt?: string;
+  opt: string;
+};
 
 function toSpec(c: ParityConfig) {
   return {
-    model: c.model === 'mlp' ? { kind: 'mlp', in: c.in, hidden: c.hidden, depth: c.depth, out: c.out } : { kind: 'residual', dim: c.dim, depth: c.depth },
+    model:
+      c.model === 'mlp'
+        ? { kind: 'mlp', in: c.in, hidden: c.hidden, depth: c.depth, out: c.out }
+        : { kind: 'residual', dim: c.dim, depth: c.depth },
     batch: c.batch,
     checkpoint: c.ckpt ?? 'none',
     optimizer: c.opt,
@@ -75,8 +88,12 @@ describe('vramlab run --json reproduces the PyTorch parity readings', () => {
   it('has the inference and loss-accumulation keys', async () => {
     const inf = JSON.parse((await cli(['run', specFile({ mode: 'inference' }), '--json'])).out);
     expect(Object.keys(inf.readings)).toEqual(['params', 'input', 'after_forward', 'peak']);
-    const keep = JSON.parse((await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: true }), '--json'])).out);
-    const drop = JSON.parse((await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: false }), '--json'])).out);
+    const keep = JSON.parse(
+      (await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: true }), '--json'])).out,
+    );
+    const drop = JSON.parse(
+      (await cli(['run', specFile({ mode: 'loss_accumulation', iterations: 10, keep_loss_graph: false }), '--json'])).out,
+    );
     expect(Object.keys(keep.readings)).toContain('after_loop');
     // Keeping the loss tensor keeps ten graphs' activations alive; .item() keeps none.
     expect(keep.readings.after_loop).toBeGreaterThan(drop.readings.after_loop + 9 * 256 * 2048 * 4);
@@ -90,7 +107,10 @@ describe('vramlab run --json with the mse and cross_entropy losses matches PyTor
   type LossRun = { spec: Record<string, unknown>; readings: Record<string, number> };
   const runs = (lossMeasured as unknown as { runs: LossRun[] }).runs;
   const pick = (loss: string) => runs.find((r) => r.spec.loss === loss && r.spec.mode === undefined && r.spec.precision === undefined)!;
-  it.each([['mse', pick('mse')], ['cross_entropy', pick('cross_entropy')]] as const)('%s', async (_loss, ref) => {
+  it.each([
+    ['mse', pick('mse')],
+    ['cross_entropy', pick('cross_entropy')],
+  ] as const)('%s', async (_loss, ref) => {
     const { code, out, err } = await cli(['run', specFile({ ...ref.spec, device: 'sim:h200-141gb' }), '--json']);
     expect(err).toBe('');
     expect(code).toBe(0);
@@ -105,7 +125,8 @@ describe('vramlab run --json with the mse and cross_entropy losses matches PyTor
   });
 
   it('counts the target in the input reading', async () => {
-    const input = async (loss: string) => JSON.parse((await cli(['run', specFile({ loss, batch: 256, device: 'sim:h200-141gb' }), '--json'])).out).readings.input;
+    const input = async (loss: string) =>
+      JSON.parse((await cli(['run', specFile({ loss, batch: 256, device: 'sim:h200-141gb' }), '--json'])).out).readings.input;
     const sum = await input('sum');
     expect((await input('mse')) - sum).toBe(256 * 10 * 4); // randn(batch, out) fp32
     expect((await input('cross_entropy')) - sum).toBe(256 * 8); // randint labels, int64
@@ -128,7 +149,7 @@ describe('vramlab run', () => {
     expect((await cli(['run', specFile({ capacity: '500GiB' }), '--json'])).err).toMatch(/capacity .* is more than sim:h100-80gb/);
   });
 
-  it('reports an OOM as a result (exit 0) with PyTorch\'s message and a diagnosis; --fail-on-oom exits 3', async () => {
+  it("reports an OOM as a result (exit 0) with PyTorch's message and a diagnosis; --fail-on-oom exits 3", async () => {
     const spec = specFile({ batch: 65536, capacity: '2GiB', device: 'sim:h100-80gb' });
     const r = await cli(['run', spec, '--json']);
     expect(r.code).toBe(0);
@@ -147,17 +168,28 @@ describe('vramlab run', () => {
 
   it('writes the timeline as CSV and manages runs through `vramlab runs`', async () => {
     const csvFile = path.join(dir, 'timeline.csv');
-    const r = await cli(['run', specFile({ model: { kind: 'residual', depth: 4, dim: 256 }, batch: 32 }), '--json', '--csv', csvFile, '--name', 'csv run']);
+    const r = await cli([
+      'run',
+      specFile({ model: { kind: 'residual', depth: 4, dim: 256 }, batch: 32 }),
+      '--json',
+      '--csv',
+      csvFile,
+      '--name',
+      'csv run',
+    ]);
     expect(r.code).toBe(0);
     const { id, summary_peak = JSON.parse(r.out).peak_allocated } = JSON.parse(r.out);
-    const parsed = Papa.parse<Record<string, number | string | null>>(readFileSync(csvFile, 'utf8'), { header: true, dynamicTyping: true, skipEmptyLines: true });
+    const parsed = Papa.parse<Record<string, number | string | null>>(readFileSync(csvFile, 'utf8'), {
+      header: true,
+      dynamicTyping: true,
+      skipEmptyLines: true,
+    });
     expect(parsed.errors).toEqual([]);
     expect(parsed.data.length).toBeGreaterThan(10);
     expect(Math.max(...parsed.data.map((row) => Number(row.allocated_bytes)))).toBe(summary_peak);
     const phases = new Set(parsed.data.map((row) => row.phase));
     for (const p of ['forward', 'backward', 'optimizer_step']) expect(phases).toContain(p);
-    for (const row of parsed.data)
-      expect(Number(row.cached_free_bytes)).toBe(Number(row.reserved_bytes) - Number(row.allocated_bytes));
+    for (const row of parsed.data) expect(Number(row.cached_free_bytes)).toBe(Number(row.reserved_bytes) - Number(row.allocated_bytes));
 
     const list = JSON.parse((await cli(['runs', 'list', '--json'])).out);
     expect(list.find((m: { id: string }) => m.id === id).name).toBe('csv run');

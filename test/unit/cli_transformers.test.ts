@@ -61,7 +61,16 @@ describe('vramlab with transformer specs', () => {
   });
 
   it('fit --param seq finds the longest sequence that fits', async () => {
-    const { code, out } = await cli(['fit', specFile({ model: SMALL_GPT, batch: 4, capacity: '1GiB' }), '--param', 'seq', '--max', '8192', '--json', '-q']);
+    const { code, out } = await cli([
+      'fit',
+      specFile({ model: SMALL_GPT, batch: 4, capacity: '1GiB' }),
+      '--param',
+      'seq',
+      '--max',
+      '8192',
+      '--json',
+      '-q',
+    ]);
     expect(code).toBe(0);
     const f = JSON.parse(out);
     expect(f.param).toBe('seq');
@@ -91,7 +100,9 @@ describe('vramlab with transformer specs', () => {
     expect(f.value).toBe(Math.max(...ok));
     expect(f.value).toBeGreaterThan(64);
     expect(Math.min(...no)).toBe(f.value + 1);
-    const sweep = JSON.parse((await cli(['sweep', specFile({ ...gen, capacity: null }), '--param', 'new_tokens', '--values', '16,64', '--json', '-q'])).out);
+    const sweep = JSON.parse(
+      (await cli(['sweep', specFile({ ...gen, capacity: null }), '--param', 'new_tokens', '--values', '16,64', '--json', '-q'])).out,
+    );
     const peaks = sweep.runs.map((r: { readings: Record<string, number> }) => r.readings.peak_decode);
     expect(peaks[1]).toBeGreaterThan(peaks[0]); // the cache grows with the tokens generated
   }, 120_000);
@@ -116,7 +127,11 @@ describe('vramlab with transformer specs', () => {
 
 describe('OOM advice for transformers', () => {
   it('names the logits and the fine-tuning methods where they help', async () => {
-    const { code, out } = await cli(['run', specFile({ model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 256, depth: 2, heads: 4 }, batch: 16, capacity: '2GiB' }), '--json']);
+    const { code, out } = await cli([
+      'run',
+      specFile({ model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 256, depth: 2, heads: 4 }, batch: 16, capacity: '2GiB' }),
+      '--json',
+    ]);
     expect(code).toBe(0);
     const r = JSON.parse(out);
     expect(r.status).toBe('oom');

@@ -27,7 +27,11 @@ const phase = (t: number, edge: 'begin' | 'end', name: string, iteration = -1): 
 });
 
 function parse(csv: string) {
-  const res = Papa.parse<Record<string, string | number | boolean | null>>(csv, { header: true, dynamicTyping: true, skipEmptyLines: true });
+  const res = Papa.parse<Record<string, string | number | boolean | null>>(csv, {
+    header: true,
+    dynamicTyping: true,
+    skipEmptyLines: true,
+  });
   expect(res.errors).toEqual([]);
   return res;
 }
@@ -45,7 +49,12 @@ describe('CSV export', () => {
   });
 
   it('writes a timeline papaparse reads back, with units in the header and phases filled in', () => {
-    const timeline = [sample(0, 4 * MiB, 20 * MiB), sample(1.5, 8 * MiB, 20 * MiB), sample(3.25, 16 * MiB, 40 * MiB), sample(5, 6 * MiB, 40 * MiB)];
+    const timeline = [
+      sample(0, 4 * MiB, 20 * MiB),
+      sample(1.5, 8 * MiB, 20 * MiB),
+      sample(3.25, 16 * MiB, 40 * MiB),
+      sample(5, 6 * MiB, 40 * MiB),
+    ];
     const events = [
       phase(0.5, 'begin', 'iteration', 0),
       phase(0.5, 'begin', 'forward', 0),
@@ -110,12 +119,37 @@ describe('CSV export', () => {
     });
     const csv = summaryCsv([
       meta('20261121-100000-aaaaaa', 'plain', { optimizer: 'sgd' }, { params: 25264640, it0_peak_step: 51577856 }),
-      meta('20261121-100001-bbbbbb', 'tricky, "quoted"\nname', { model: { kind: 'residual' }, checkpoint: { every: 4 }, batch: 128 }, { params: 42024960, peak: 5 }, true),
+      meta(
+        '20261121-100001-bbbbbb',
+        'tricky, "quoted"\nname',
+        { model: { kind: 'residual' }, checkpoint: { every: 4 }, batch: 128 },
+        { params: 42024960, peak: 5 },
+        true,
+      ),
     ]);
     const { data, meta: m } = parse(csv);
-    expect(m.fields).toEqual(expect.arrayContaining(['model_depth', 'batch', 'checkpoint', 'peak_allocated_bytes', 'params_bytes', 'it0_peak_step_bytes', 'peak_bytes']));
+    expect(m.fields).toEqual(
+      expect.arrayContaining([
+        'model_depth',
+        'batch',
+        'checkpoint',
+        'peak_allocated_bytes',
+        'params_bytes',
+        'it0_peak_step_bytes',
+        'peak_bytes',
+      ]),
+    );
     expect(data).toHaveLength(2);
-    expect(data[0]).toMatchObject({ name: 'plain', model: 'mlp', model_in: 1024, model_dim: null, optimizer: 'sgd', params_bytes: 25264640, peak_bytes: null, oom: false });
+    expect(data[0]).toMatchObject({
+      name: 'plain',
+      model: 'mlp',
+      model_in: 1024,
+      model_dim: null,
+      optimizer: 'sgd',
+      params_bytes: 25264640,
+      peak_bytes: null,
+      oom: false,
+    });
     expect(data[1]).toMatchObject({
       name: 'tricky, "quoted"\nname',
       model: 'residual',

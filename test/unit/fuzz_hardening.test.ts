@@ -79,19 +79,36 @@ describe('fuzz: pickles', () => {
 });
 
 describe('fuzz: specs', () => {
-  const num = fc.oneof(fc.integer({ min: -10, max: 2 ** 31 }), fc.double(), fc.constantFrom(0, 1, 2 ** 53, 2 ** 64, -0, 1e308, NaN, Infinity));
+  const num = fc.oneof(
+    fc.integer({ min: -10, max: 2 ** 31 }),
+    fc.double(),
+    fc.constantFrom(0, 1, 2 ** 53, 2 ** 64, -0, 1e308, NaN, Infinity),
+  );
   const spec = fc.record(
     {
       iterations: num,
       accum: num,
       batch: num,
       capacity: fc.oneof(num, fc.string(), fc.constantFrom('NaN', '-1GiB', '1e30', '0.5B', '16 EiB')),
-      device: fc.oneof(fc.string(), fc.constantFrom('sim:custom:0', 'sim:custom:.', 'sim:custom:99999999TiB', 'sim:custom:24GiB', 'sim:h100-80gb')),
+      device: fc.oneof(
+        fc.string(),
+        fc.constantFrom('sim:custom:0', 'sim:custom:.', 'sim:custom:99999999TiB', 'sim:custom:24GiB', 'sim:h100-80gb'),
+      ),
       mode: fc.constantFrom('train', 'inference', 'generate'),
       prompt: num,
       new_tokens: num,
       model: fc.record(
-        { kind: fc.constantFrom('mlp', 'residual', 'gpt', 'llama', 'x'), depth: num, in: num, hidden: num, out: num, dim: num, vocab: num, seq: num, ffn: num },
+        {
+          kind: fc.constantFrom('mlp', 'residual', 'gpt', 'llama', 'x'),
+          depth: num,
+          in: num,
+          hidden: num,
+          out: num,
+          dim: num,
+          vocab: num,
+          seq: num,
+          ffn: num,
+        },
         { requiredKeys: ['kind'] },
       ),
     },
@@ -135,10 +152,22 @@ describe('fuzz: WebSocket frames', () => {
     await new Promise((r) => ws.once('open', r));
     const replies: unknown[] = [];
     ws.on('message', (d) => replies.push(JSON.parse(d.toString())));
-    const method = fc.constantFrom('devices.list', 'runs.list', 'runs.get', 'run.start', 'snapshot.upload', 'snapshot.whatIf', 'playground.eval', 'app.info', 'nope');
+    const method = fc.constantFrom(
+      'devices.list',
+      'runs.list',
+      'runs.get',
+      'run.start',
+      'snapshot.upload',
+      'snapshot.whatIf',
+      'playground.eval',
+      'app.info',
+      'nope',
+    );
     const frame = fc.oneof(
       fc.string({ maxLength: 200 }),
-      fc.record({ id: fc.oneof(fc.nat(), fc.string({ maxLength: 80 })), method, params: fc.anything({ maxDepth: 3 }) }).map((m) => JSON.stringify(m) ?? 'null'),
+      fc
+        .record({ id: fc.oneof(fc.nat(), fc.string({ maxLength: 80 })), method, params: fc.anything({ maxDepth: 3 }) })
+        .map((m) => JSON.stringify(m) ?? 'null'),
       fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
     );
     const frames = fc.sample(frame, { seed: SEED, numRuns: 2000 });

@@ -25,19 +25,60 @@ function rng(seed: number) {
 }
 
 const METHOD_NAMES = Object.keys(methods);
-const KEYS = ['id', 'method', 'params', 'spec', 'runId', 'name', 'ids', 'param', 'values', 'batch', 'model', 'kind', '__proto__', 'constructor', 'prototype', 'toString', 'capacity', 'device', 'alloc_conf', ''];
-const STRINGS = ['', 'x', '../../etc/passwd', '20261121-100000-abcdef', 'run.start', '\u0000\uffff', 'sim:h100-80gb', '9'.repeat(400), '{"id":1}', 'NaN', '🙂', 'cuda:99'];
+const KEYS = [
+  'id',
+  'method',
+  'params',
+  'spec',
+  'runId',
+  'name',
+  'ids',
+  'param',
+  'values',
+  'batch',
+  'model',
+  'kind',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'capacity',
+  'device',
+  'alloc_conf',
+  '',
+];
+const STRINGS = [
+  '',
+  'x',
+  '../../etc/passwd',
+  '20261121-100000-abcdef',
+  'run.start',
+  '\u0000\uffff',
+  'sim:h100-80gb',
+  '9'.repeat(400),
+  '{"id":1}',
+  'NaN',
+  '🙂',
+  'cuda:99',
+];
 
 function value(r: () => number, depth = 0): unknown {
   const k = Math.floor(r() * (depth > 3 ? 6 : 9));
   switch (k) {
-    case 0: return null;
-    case 1: return r() < 0.5;
-    case 2: return [0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, 256, Number.MAX_SAFE_INTEGER][Math.floor(r() * 8)];
-    case 3: return STRINGS[Math.floor(r() * STRINGS.length)];
-    case 4: return Math.floor(r() * 1e6);
-    case 5: return undefined;
-    case 6: return Array.from({ length: Math.floor(r() * 4) }, () => value(r, depth + 1));
+    case 0:
+      return null;
+    case 1:
+      return r() < 0.5;
+    case 2:
+      return [0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, 256, Number.MAX_SAFE_INTEGER][Math.floor(r() * 8)];
+    case 3:
+      return STRINGS[Math.floor(r() * STRINGS.length)];
+    case 4:
+      return Math.floor(r() * 1e6);
+    case 5:
+      return undefined;
+    case 6:
+      return Array.from({ length: Math.floor(r() * 4) }, () => value(r, depth + 1));
     default: {
       const o: Record<string, unknown> = {};
       for (let i = Math.floor(r() * 4); i > 0; i--) o[KEYS[Math.floor(r() * KEYS.length)]] = value(r, depth + 1);
@@ -57,7 +98,8 @@ function message(r: () => number): unknown {
   if (r() < 0.9) msg.params = value(r);
   // Never a spec that would run: fuzzing is about the reply path, not about starting work.
   const p = msg.params as Record<string, unknown> | undefined;
-  if (p && typeof p === 'object' && 'spec' in p) (p as Record<string, unknown>).spec = { ...(typeof p.spec === 'object' && p.spec ? p.spec : {}), batch: 0 };
+  if (p && typeof p === 'object' && 'spec' in p)
+    (p as Record<string, unknown>).spec = { ...(typeof p.spec === 'object' && p.spec ? p.spec : {}), batch: 0 };
   if (r() < 0.05) delete msg.id;
   return msg;
 }
@@ -153,7 +195,8 @@ describe('fuzzing the WebSocket server', () => {
         for (let i = 0; i < CHUNK; i++) {
           const k = r();
           if (k < 0.1) ws.send(Buffer.from([0xff, 0x00, Math.floor(r() * 256)]), { binary: true });
-          else if (k < 0.25) ws.send(['{', '{"id":', 'not json', '[1,2', '"unterminated', '{"id":1,"method":"app.info"', '\u0000'][Math.floor(r() * 7)]);
+          else if (k < 0.25)
+            ws.send(['{', '{"id":', 'not json', '[1,2', '"unterminated', '{"id":1,"method":"app.info"', '\u0000'][Math.floor(r() * 7)]);
           else ws.send(JSON.stringify(message(r)) ?? 'undefined');
         }
         await until(() => replies - before === CHUNK, 20_000);

@@ -16,9 +16,24 @@ describe('host congestion', () => {
     const finished = new Promise((resolve) =>
       host.events.on('event', (m: { event: string }) => (m.event === 'run.done' || m.event === 'run.error') && resolve(m)),
     );
-    const res = await host.handle({ id: 1, method: 'run.start', params: { spec: { model: { kind: 'residual', dim: 1024, depth: 200 }, batch: 512, optimizer: 'adam', history: true, device: 'sim:h100-80gb' } } }, 'websocket');
+    const res = await host.handle(
+      {
+        id: 1,
+        method: 'run.start',
+        params: {
+          spec: {
+            model: { kind: 'residual', dim: 1024, depth: 200 },
+            batch: 512,
+            optimizer: 'adam',
+            history: true,
+            device: 'sim:h100-80gb',
+          },
+        },
+      },
+      'websocket',
+    );
     expect(res.ok).toBe(true);
-    expect((await finished as { event: string }).event).toBe('run.done');
+    expect(((await finished) as { event: string }).event).toBe('run.done');
     expect(asked).toBeGreaterThan(0);
     remove();
     expect(host.isCongested()).toBe(false);

@@ -15,7 +15,8 @@ const predictor = new Predictor(native);
 async function lessonRuns(id: string): Promise<Prediction[]> {
   const lesson = lessons().find((l) => l.id === id)!;
   const out: Prediction[] = [];
-  for (const s of lesson.steps) if (s.action?.kind === 'experiment') out.push(await predictor.predict(parseSpec({ ...s.action.spec, history: false })));
+  for (const s of lesson.steps)
+    if (s.action?.kind === 'experiment') out.push(await predictor.predict(parseSpec({ ...s.action.spec, history: false })));
   for (const p of out) expect(p.status).toBe('done');
   return out;
 }

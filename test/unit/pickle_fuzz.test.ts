@@ -38,9 +38,7 @@ describe('pickle fuzz', () => {
   // A small real snapshot too (first 40 events of mlp_adam, through our own writer), so most
   // cases run fast and reach deep into the structure.
   const full = loadSnapshotBuffer(mlp);
-  const small = snapshotToBytes(
-    buildSnapshot({ events: full.deviceTraces[0].slice(0, 40).map((e) => ({ ...e })) }),
-  );
+  const small = snapshotToBytes(buildSnapshot({ events: full.deviceTraces[0].slice(0, 40).map((e) => ({ ...e })) }));
   const doc = readFileSync(path.join(FIX, 'snapshot/doc_p4.pickle'));
   const sources = [small, small, small, doc, mlp];
 

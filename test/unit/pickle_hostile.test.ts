@@ -61,7 +61,11 @@ describe('item 1: reference amplification', () => {
     registerSnapshotMethods(host, native);
     for (const transport of ['ipc', 'websocket'] as const) {
       const res = await host.handle(
-        { id: 1, method: 'snapshot.upload', params: { uploadId: `u-${transport}`, index: 0, total: 1, chunk: laughs.toString('base64'), name: 'laughs.pickle' } },
+        {
+          id: 1,
+          method: 'snapshot.upload',
+          params: { uploadId: `u-${transport}`, index: 0, total: 1, chunk: laughs.toString('base64'), name: 'laughs.pickle' },
+        },
         transport,
       );
       expect(res.ok).toBe(false);
@@ -74,7 +78,10 @@ describe('item 1: reference amplification', () => {
   it('CLI replay and export --from-replay fail with the reader error, exit 1', async () => {
     const file = path.join(dir, 'laughs-cli.pickle');
     writeFileSync(file, laughs);
-    for (const args of [['replay', file], ['snapshot', 'export', '--from-replay', file, '-o', path.join(dir, 'out.pickle')]]) {
+    for (const args of [
+      ['replay', file],
+      ['snapshot', 'export', '--from-replay', file, '-o', path.join(dir, 'out.pickle')],
+    ]) {
       const io = captureIO();
       expect(await main(args, io)).toBe(1);
       // The CLI streams snapshots (trace events consumed as read): the repeated event is
@@ -99,13 +106,16 @@ describe('item 2: nesting and engine limits end as PickleErrors with a position'
   });
 
   // 16.7M Map insertions take ~18 s on 2 cores: run with VRAMLAB_SLOW_TESTS=1.
-  it.runIf(process.env.VRAMLAB_SLOW_TESTS === '1')('more memo entries than a JS Map can hold (was: RangeError: Map maximum size exceeded)', () => {
-    const data = memoFlood((1 << 24) + 16);
-    const e = pickleError(() => readPickle(data, { limits: { maxMemo: Infinity } }));
-    expect(e.code).toBe('limit');
-    expect(e.message).toMatch(/MEMOIZE .* at offset \d+: .*too large/);
-    expect(e.offset).toBeGreaterThan(1 << 23);
-  });
+  it.runIf(process.env.VRAMLAB_SLOW_TESTS === '1')(
+    'more memo entries than a JS Map can hold (was: RangeError: Map maximum size exceeded)',
+    () => {
+      const data = memoFlood((1 << 24) + 16);
+      const e = pickleError(() => readPickle(data, { limits: { maxMemo: Infinity } }));
+      expect(e.code).toBe('limit');
+      expect(e.message).toMatch(/MEMOIZE .* at offset \d+: .*too large/);
+      expect(e.offset).toBeGreaterThan(1 << 23);
+    },
+  );
 });
 
 describe('item 3: long text arguments are read in linear time', () => {

@@ -16,8 +16,16 @@ function opcodes(buf: Buffer): number[] {
   const ops: number[] = [];
   let i = 0;
   const fixed: Record<number, number> = {
-    [Op.PROTO]: 1, [Op.FRAME]: 8, [Op.BININT1]: 1, [Op.BININT2]: 2, [Op.BININT]: 4, [Op.BINFLOAT]: 8,
-    [Op.BINPUT]: 1, [Op.LONG_BINPUT]: 4, [Op.BINGET]: 1, [Op.LONG_BINGET]: 4,
+    [Op.PROTO]: 1,
+    [Op.FRAME]: 8,
+    [Op.BININT1]: 1,
+    [Op.BININT2]: 2,
+    [Op.BININT]: 4,
+    [Op.BINFLOAT]: 8,
+    [Op.BINPUT]: 1,
+    [Op.LONG_BINPUT]: 4,
+    [Op.BINGET]: 1,
+    [Op.LONG_BINGET]: 4,
   };
   while (i < buf.length) {
     const op = buf[i++];
@@ -35,10 +43,38 @@ function opcodes(buf: Buffer): number[] {
 
 // What torch/utils/viz/MemoryViz.js's unpickle() understands (it throws on anything else).
 const MEMORYVIZ_OPCODES = new Set<number>([
-  Op.PROTO, Op.FRAME, Op.STOP, Op.MARK, Op.NONE, Op.NEWTRUE, Op.NEWFALSE, Op.BININT, Op.BININT1, Op.BININT2,
-  Op.LONG1, Op.BINFLOAT, Op.SHORT_BINUNICODE, Op.BINUNICODE, Op.EMPTY_LIST, Op.APPEND, Op.APPENDS, Op.LIST,
-  Op.EMPTY_DICT, Op.SETITEM, Op.SETITEMS, Op.DICT, Op.EMPTY_TUPLE, Op.TUPLE, Op.TUPLE1, Op.TUPLE2, Op.TUPLE3,
-  Op.MEMOIZE, Op.BINPUT, Op.LONG_BINPUT, Op.BINGET, Op.LONG_BINGET,
+  Op.PROTO,
+  Op.FRAME,
+  Op.STOP,
+  Op.MARK,
+  Op.NONE,
+  Op.NEWTRUE,
+  Op.NEWFALSE,
+  Op.BININT,
+  Op.BININT1,
+  Op.BININT2,
+  Op.LONG1,
+  Op.BINFLOAT,
+  Op.SHORT_BINUNICODE,
+  Op.BINUNICODE,
+  Op.EMPTY_LIST,
+  Op.APPEND,
+  Op.APPENDS,
+  Op.LIST,
+  Op.EMPTY_DICT,
+  Op.SETITEM,
+  Op.SETITEMS,
+  Op.DICT,
+  Op.EMPTY_TUPLE,
+  Op.TUPLE,
+  Op.TUPLE1,
+  Op.TUPLE2,
+  Op.TUPLE3,
+  Op.MEMOIZE,
+  Op.BINPUT,
+  Op.LONG_BINPUT,
+  Op.BINGET,
+  Op.LONG_BINGET,
 ]);
 
 describe('pickle writer', () => {
@@ -75,8 +111,28 @@ describe('pickle writer', () => {
   });
 
   it('ints, floats and their edges', () => {
-    const values: PickleValue[] = [0, 255, 256, 65535, 65536, -1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 53 - 1,
-      2n ** 63n, -(2n ** 63n), 2n ** 2100n, -128n, 127n, 128n, 0.5, -0, Infinity, NaN];
+    const values: PickleValue[] = [
+      0,
+      255,
+      256,
+      65535,
+      65536,
+      -1,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      2 ** 31,
+      2 ** 53 - 1,
+      2n ** 63n,
+      -(2n ** 63n),
+      2n ** 2100n,
+      -128n,
+      127n,
+      128n,
+      0.5,
+      -0,
+      Infinity,
+      NaN,
+    ];
     const back = readPickle(writePickle(values)) as PickleValue[];
     expect(back).toEqual(values.map((v) => (typeof v === 'bigint' && v >= -(2n ** 53n) && v <= 2n ** 53n ? Number(v) : v)));
     expect(Object.is(back[17], -0)).toBe(true);

@@ -47,7 +47,16 @@ afterAll(() => host.dispose());
 describe('playground: allocator behaviour', () => {
   it('opens on an empty simulated device', async () => {
     const { s } = await session();
-    expect(s).toMatchObject({ device: 'sim:h100-80gb', output: '', error: false, allocated: 0, reserved: 0, maxAllocated: 0, tensors: [], segments: [] });
+    expect(s).toMatchObject({
+      device: 'sim:h100-80gb',
+      output: '',
+      error: false,
+      allocated: 0,
+      reserved: 0,
+      maxAllocated: 0,
+      tensors: [],
+      segments: [],
+    });
     expect(s.sessionId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -60,7 +69,14 @@ describe('playground: allocator behaviour', () => {
     // The segment map in the native Allocator.snapshot() shape: the block, then the free rest.
     expect(r.segments).toHaveLength(1);
     const seg = r.segments[0];
-    expect(seg).toMatchObject({ totalSize: SEGMENT_20MiB, allocatedSize: BLOCK_1000x1000_F32, requestedSize: 4_000_000, pool: 'large', isExpandable: false, stream: 0 });
+    expect(seg).toMatchObject({
+      totalSize: SEGMENT_20MiB,
+      allocatedSize: BLOCK_1000x1000_F32,
+      requestedSize: 4_000_000,
+      pool: 'large',
+      isExpandable: false,
+      stream: 0,
+    });
     expect(seg.blocks.map((b) => [b.size, b.state])).toEqual([
       [BLOCK_1000x1000_F32, 'active_allocated'],
       [SEGMENT_20MiB - BLOCK_1000x1000_F32, 'inactive'],
@@ -75,7 +91,13 @@ describe('playground: allocator behaviour', () => {
     await run('x = randn(1000, 1000)');
     let r = await run('y = x.view(-1)');
     expect(r.allocated).toBe(BLOCK_1000x1000_F32);
-    expect(r.tensors.find((t) => t.name === 'y')).toEqual({ name: 'y', shape: [1_000_000], dtype: 'float32', bytes: 4_000_000, view: true });
+    expect(r.tensors.find((t) => t.name === 'y')).toEqual({
+      name: 'y',
+      shape: [1_000_000],
+      dtype: 'float32',
+      bytes: 4_000_000,
+      view: true,
+    });
     r = await run('z = x.clone()');
     expect(r.allocated).toBe(2 * BLOCK_1000x1000_F32);
     expect(r.segments).toHaveLength(1); // the clone fits in the first segment's free rest
@@ -186,13 +208,17 @@ describe('playground: allocator behaviour', () => {
     expect(r.output).toMatch(/same dtype/);
   });
 
-  it('an OOM under a capacity cap gives PyTorch\'s message and leaves the session usable', async () => {
+  it("an OOM under a capacity cap gives PyTorch's message and leaves the session usable", async () => {
     const { run, attempt } = await session({ capacity: '64MiB' });
     await run('x = randn(1000, 1000)');
     const r = await attempt('big = randn(10000, 10000)');
     expect(r.error).toBe(true);
-    expect(r.output).toMatch(/^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 382\.00 MiB\. GPU 0 has a total capacity of 79\.18 GiB/);
-    expect(r.output).toContain('64.00 MiB allowed; Of the allocated memory 3.81 MiB is allocated by PyTorch, and 16.19 MiB is reserved by PyTorch but unallocated.');
+    expect(r.output).toMatch(
+      /^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate 382\.00 MiB\. GPU 0 has a total capacity of 79\.18 GiB/,
+    );
+    expect(r.output).toContain(
+      '64.00 MiB allowed; Of the allocated memory 3.81 MiB is allocated by PyTorch, and 16.19 MiB is reserved by PyTorch but unallocated.',
+    );
     expect(r.allocated).toBe(BLOCK_1000x1000_F32);
     expect(r.tensors.map((t) => t.name)).toEqual(['x']);
     expect((await run('y = x.clone()')).allocated).toBe(2 * BLOCK_1000x1000_F32);
@@ -248,7 +274,9 @@ describe('playground: commands and errors', () => {
     expect(r.tensors[0]).toEqual({ name: 'x', shape: [1024, 2048], dtype: 'float16', bytes: 4 * MiB, view: false });
     expect((await run('x.shape')).output).toBe('torch.Size([1024, 2048])');
     expect((await run('x.dtype')).output).toBe('torch.float16');
-    expect((await run('print(x.size(-1), x.numel(), x.nbytes, x.is_contiguous(), 7 / 2, 7 // 2)')).output).toBe('2048 2097152 4194304 True 3.5 3');
+    expect((await run('print(x.size(-1), x.numel(), x.nbytes, x.is_contiguous(), 7 / 2, 7 // 2)')).output).toBe(
+      '2048 2097152 4194304 True 3.5 3',
+    );
     r = await run('x');
     expect(r.output).toBe(
       [
@@ -315,9 +343,13 @@ describe('playground: sessions', () => {
     expect((await failure('playground.open', { capacity: 'lots' })).message).toMatch(/capacity "lots" is not a size/);
     expect((await failure('playground.open', { capacity: '2000TiB' })).message).toMatch(/from 1 MiB to 1 PiB/);
     expect((await failure('playground.open', { capacity: '100GiB' })).message).toMatch(/more than sim:h100-80gb has/);
-    expect((await failure('playground.open', { capacity: '1GiB', alloc_conf: 'per_process_memory_fraction:0.5' })).message).toMatch(/not both/);
+    expect((await failure('playground.open', { capacity: '1GiB', alloc_conf: 'per_process_memory_fraction:0.5' })).message).toMatch(
+      /not both/,
+    );
     expect((await failure('playground.open', { bogus: 1 })).code).toBe('invalid_params');
-    expect((await failure('playground.exec', { sessionId: 'nope', command: 'x = randn(3)' })).message).toMatch(/no playground session "nope"/);
+    expect((await failure('playground.exec', { sessionId: 'nope', command: 'x = randn(3)' })).message).toMatch(
+      /no playground session "nope"/,
+    );
     expect((await failure('playground.exec', { sessionId: 'x', command: 'y'.repeat(3000) })).code).toBe('invalid_params');
   });
 
@@ -326,7 +358,9 @@ describe('playground: sessions', () => {
     const opened: PlaygroundState[] = [];
     for (let i = 0; i < 4; i++) opened.push(await call('playground.open', { device: 'sim:h100-80gb' }));
     expect(sessions.size).toBe(3);
-    expect((await failure('playground.exec', { sessionId: opened[0].sessionId, command: 'x = randn(3)' })).message).toMatch(/closed, or replaced/);
+    expect((await failure('playground.exec', { sessionId: opened[0].sessionId, command: 'x = randn(3)' })).message).toMatch(
+      /closed, or replaced/,
+    );
     const r = await call('playground.exec', { sessionId: opened[3].sessionId, command: 'x = randn(3)' });
     expect(r.allocated).toBe(512);
     expect(await call('playground.close', { sessionId: opened[3].sessionId })).toEqual({ closed: true });
@@ -361,23 +395,36 @@ describe('playground: random command lines', () => {
     const tensor = (depth: number): string => {
       if (depth > 2 || rnd(3) === 0) return pick(names);
       switch (rnd(9)) {
-        case 0: return `randn(${dim()}, ${dim()})`;
-        case 1: return `zeros(${dim()}, dtype=${pick(['float16', 'torch.bfloat16', 'int64', 'float32'])})`;
-        case 2: return `${tensor(depth + 1)}.view(${dim()})`;
-        case 3: return `${tensor(depth + 1)}.t()`;
-        case 4: return `${tensor(depth + 1)}.clone()`;
-        case 5: return `${tensor(depth + 1)} @ ${tensor(depth + 1)}`;
-        case 6: return `${tensor(depth + 1)}.${pick(['half()', 'float()', 'contiguous()', 'reshape(-1)', 'to(bfloat16)'])}`;
-        case 7: return `(${tensor(depth + 1)})`;
-        default: return `${tensor(depth + 1)}${pick(['[0]', ' *', '.', ')', ' + 1', ''])}`;
+        case 0:
+          return `randn(${dim()}, ${dim()})`;
+        case 1:
+          return `zeros(${dim()}, dtype=${pick(['float16', 'torch.bfloat16', 'int64', 'float32'])})`;
+        case 2:
+          return `${tensor(depth + 1)}.view(${dim()})`;
+        case 3:
+          return `${tensor(depth + 1)}.t()`;
+        case 4:
+          return `${tensor(depth + 1)}.clone()`;
+        case 5:
+          return `${tensor(depth + 1)} @ ${tensor(depth + 1)}`;
+        case 6:
+          return `${tensor(depth + 1)}.${pick(['half()', 'float()', 'contiguous()', 'reshape(-1)', 'to(bfloat16)'])}`;
+        case 7:
+          return `(${tensor(depth + 1)})`;
+        default:
+          return `${tensor(depth + 1)}${pick(['[0]', ' *', '.', ')', ' + 1', ''])}`;
       }
     };
     const statement = () => {
       switch (rnd(6)) {
-        case 0: return `del ${pick(names)}`;
-        case 1: return pick(['empty_cache()', 'memory_allocated()', 'memory_summary()', 'reset_peak_memory_stats()', 'help', '']);
-        case 2: return tensor(0);
-        default: return `${pick(names)} = ${tensor(0)}`;
+        case 0:
+          return `del ${pick(names)}`;
+        case 1:
+          return pick(['empty_cache()', 'memory_allocated()', 'memory_summary()', 'reset_peak_memory_stats()', 'help', '']);
+        case 2:
+          return tensor(0);
+        default:
+          return `${pick(names)} = ${tensor(0)}`;
       }
     };
     const { s } = await session();

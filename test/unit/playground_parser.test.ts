@@ -7,8 +7,24 @@ import { parseLine } from '../../main/playground/parser';
 describe('playground lexer', () => {
   it('reads names, ints, floats, strings and operators with their columns', () => {
     const t = tokenize("x = randn(1_000, 2.5e3, 'a') @ y ** 2 // 3  # comment");
-    expect(t.map((k) => k.kind === 'number' ? `${k.value}${k.isInt ? 'i' : 'f'}` : k.text)).toEqual([
-      'x', '=', 'randn', '(', '1000i', ',', '2500f', ',', 'a', ')', '@', 'y', '**', '2i', '//', '3i', '',
+    expect(t.map((k) => (k.kind === 'number' ? `${k.value}${k.isInt ? 'i' : 'f'}` : k.text))).toEqual([
+      'x',
+      '=',
+      'randn',
+      '(',
+      '1000i',
+      ',',
+      '2500f',
+      ',',
+      'a',
+      ')',
+      '@',
+      'y',
+      '**',
+      '2i',
+      '//',
+      '3i',
+      '',
     ]);
     expect(t[2].col).toBe(4);
   });

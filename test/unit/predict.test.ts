@@ -41,7 +41,7 @@ describe('run.predict', () => {
     expect(predicted.trainable_parameters).toBe(meta.summary!.trainable_parameters);
   });
 
-  it('predicts an OOM under a capacity, with PyTorch\'s message', async () => {
+  it("predicts an OOM under a capacity, with PyTorch's message", async () => {
     const p = await new Predictor(native).predict(parseSpec({ batch: 65536, capacity: '512MiB' }));
     expect(p.status).toBe('oom');
     expect(p.capacity).toBe(512 * 2 ** 20);
@@ -59,7 +59,7 @@ describe('run.predict', () => {
     expect((await other).status).toBe('done');
   });
 
-  it('runs a CUDA card\'s spec on a simulated card of the same size', () => {
+  it("runs a CUDA card's spec on a simulated card of the same size", () => {
     expect(simDevice(native, 'sim:t4-16gb')).toBe('sim:t4-16gb');
     expect(() => simDevice(native, 'cuda:9')).toThrow(/no CUDA device cuda:9/);
   });

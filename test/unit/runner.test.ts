@@ -137,13 +137,17 @@ describe('runner (native worker thread, synthetic job)', () => {
     await expect(manager.start({ batch: 0 })).rejects.toBeInstanceOf(SpecError);
     await expect(manager.start({}, { job: { kind: 'bogus' } as unknown as NativeJob })).rejects.toThrow(/unknown job kind/);
     await expect(manager.start({}, { job: synthetic({ steps: -4 }) })).rejects.toThrow(/steps out of range/);
-    await expect(manager.start({}, { job: { kind: 'synthetic', synthetic: { steps: 'x' } } as unknown as NativeJob })).rejects.toThrow(/job.synthetic.steps must be a (finite )?number/);
+    await expect(manager.start({}, { job: { kind: 'synthetic', synthetic: { steps: 'x' } } as unknown as NativeJob })).rejects.toThrow(
+      /job.synthetic.steps must be a (finite )?number/,
+    );
     expect(await store.list()).toEqual([]);
   });
 
   it('runs many jobs at once, each on its own thread', async () => {
     const { manager } = await setup();
-    const runs = await Promise.all([1, 2, 3, 4].map((n) => manager.start({ batch: n }, { job: synthetic({ steps: 30 * n, step_ms: 0.5 }) })));
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map((n) => manager.start({ batch: n }, { job: synthetic({ steps: 30 * n, step_ms: 0.5 }) })),
+    );
     const metas = await Promise.all(runs.map((r) => r.done));
     expect(metas.map((m) => [m.spec.batch, m.status, m.summary!.readings.steps])).toEqual([
       [1, 'done', 30],
@@ -156,9 +160,13 @@ describe('runner (native worker thread, synthetic job)', () => {
   it('fit finds the largest batch that does not OOM, by doubling then bisection', async () => {
     const { manager, store } = await setup();
     const limit = 300; // the synthetic device "fits" batches up to 300
-    const result = await runFit(manager, { batch: 16 }, {
-      jobFor: (spec) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 }),
-    });
+    const result = await runFit(
+      manager,
+      { batch: 16 },
+      {
+        jobFor: (spec) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 }),
+      },
+    );
     expect(result.batch).toBe(limit);
     const card = manager.card('sim:h100-80gb');
     expect(result.capacity).toBe(card.total);
@@ -199,7 +207,14 @@ describe('runner (native worker thread, synthetic job)', () => {
 });
 
 describe('progress batcher', () => {
-  const s = (t: number, allocated = t): MemorySample => ({ t, allocated, reserved: allocated, active: allocated, requested: allocated, by: [] });
+  const s = (t: number, allocated = t): MemorySample => ({
+    t,
+    allocated,
+    reserved: allocated,
+    active: allocated,
+    requested: allocated,
+    by: [],
+  });
 
   it('coalesces a burst into one message per frame', async () => {
     const sent: RunProgress[] = [];
@@ -216,7 +231,11 @@ describe('progress batcher', () => {
     const sent: RunProgress[] = [];
     let ready = false;
     const b = new ProgressBatcher('r', (p) => sent.push(p), { intervalMs: 5, maxSamples: 64, ready: () => ready });
-    for (let i = 0; i < 5000; i++) b.push([s(i, i === 3333 ? 10 ** 9 : i)], i % 100 === 0 ? [{ type: 'phase', t: i, edge: 'begin', name: 'forward', iteration: i / 100, micro_batch: 0, module: '' }] : []);
+    for (let i = 0; i < 5000; i++)
+      b.push(
+        [s(i, i === 3333 ? 10 ** 9 : i)],
+        i % 100 === 0 ? [{ type: 'phase', t: i, edge: 'begin', name: 'forward', iteration: i / 100, micro_batch: 0, module: '' }] : [],
+      );
     await new Promise((r) => setTimeout(r, 30));
     expect(sent).toHaveLength(0);
     ready = true;
@@ -233,7 +252,15 @@ describe('progress batcher', () => {
   it('spreads many events over frames without losing any, keeping time order', () => {
     const sent: RunProgress[] = [];
     const b = new ProgressBatcher('r', (p) => sent.push(p), { maxEvents: 10 });
-    const events = Array.from({ length: 35 }, (_, i) => ({ type: 'phase' as const, t: i, edge: 'begin' as const, name: 'module', iteration: 0, micro_batch: 0, module: `m${i}` }));
+    const events = Array.from({ length: 35 }, (_, i) => ({
+      type: 'phase' as const,
+      t: i,
+      edge: 'begin' as const,
+      name: 'module',
+      iteration: 0,
+      micro_batch: 0,
+      module: `m${i}`,
+    }));
     b.push([s(5), s(15), s(34.5)], events);
     b.close();
     expect(sent.map((p) => p.events.length)).toEqual([10, 10, 10, 5]);

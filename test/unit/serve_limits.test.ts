@@ -35,7 +35,14 @@ beforeAll(async () => {
     for (let i = 0; i < 2000; i++) {
       const t = c * 2000 + i;
       bigPeak = Math.max(bigPeak, (t * 7919) % 1_000_003);
-      batch.push({ t, allocated: (t * 7919) % 1_000_003, reserved: 2_000_000 + (t % 977), active: 0, requested: 0, by: [0, 0, 0, 0, 0, 0, 0, 0] });
+      batch.push({
+        t,
+        allocated: (t * 7919) % 1_000_003,
+        reserved: 2_000_000 + (t % 977),
+        active: 0,
+        requested: 0,
+        by: [0, 0, 0, 0, 0, 0, 0, 0],
+      });
     }
     w.append(batch, []);
     await w.flush();
@@ -50,7 +57,11 @@ beforeAll(async () => {
   registerTest('test.sleep', async (p) => new Promise((r) => setTimeout(() => r('slept'), (p as { ms: number }).ms)));
   registerTest('test.bigint', () => ({ n: 1n }));
   registerTest('test.blob', (p) => 'x'.repeat((p as { bytes: number }).bytes));
-  server = await startServer({ host, rendererDir: rendererDist(), limits: { maxInFlight: 4, highWater: 1 << 20, idleMs: 600, pingMs: 250 } });
+  server = await startServer({
+    host,
+    rendererDir: rendererDist(),
+    limits: { maxInFlight: 4, highWater: 1 << 20, idleMs: 600, pingMs: 250 },
+  });
 }, 120_000);
 afterAll(async () => {
   await server?.close();

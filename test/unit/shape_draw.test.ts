@@ -7,7 +7,15 @@ import { describeShapes, shapeSteps, type ShapeDraw } from '../../main/contract/
 import { lengthFixSpecs } from '../../main/runner/fixes';
 
 const gpt = { kind: 'gpt', vocab: 1024, seq: 512, dim: 64, depth: 2, heads: 4 };
-const draw = (over: Partial<ShapeDraw> = {}): ShapeDraw => ({ batch: 4, steps: 500, seed: 7, seq: { min: 10, max: 300 }, pad_to: 1, order: 'drawn', ...over });
+const draw = (over: Partial<ShapeDraw> = {}): ShapeDraw => ({
+  batch: 4,
+  steps: 500,
+  seed: 7,
+  seq: { min: 10, max: 300 },
+  pad_to: 1,
+  order: 'drawn',
+  ...over,
+});
 
 describe('drawn shapes', () => {
   it('the same seed gives the same lengths, another seed others, all within the range', () => {
@@ -24,7 +32,20 @@ describe('drawn shapes', () => {
   });
 
   it('draws a histogram with its weights, never a zero-weight length', () => {
-    const lens = shapeSteps(draw({ steps: 4000, seq: { histogram: [[64, 3], [128, 1], [256, 0], [512, 1]] } }), 512).map((s) => s.seq);
+    const lens = shapeSteps(
+      draw({
+        steps: 4000,
+        seq: {
+          histogram: [
+            [64, 3],
+            [128, 1],
+            [256, 0],
+            [512, 1],
+          ],
+        },
+      }),
+      512,
+    ).map((s) => s.seq);
     const share = (l: number) => lens.filter((x) => x === l).length / lens.length;
     expect(share(256)).toBe(0);
     expect(share(64)).toBeGreaterThan(0.55);
@@ -68,7 +89,10 @@ describe('drawn shapes', () => {
     const r = checkSpec(input);
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.issues.some((i) => i.startsWith(`${field}`) && i.includes(text)), r.issues.join(' | ')).toBe(true);
+    expect(
+      r.issues.some((i) => i.startsWith(`${field}`) && i.includes(text)),
+      r.issues.join(' | '),
+    ).toBe(true);
   });
 
   it('the fixes: one valid variant each, padding and packing as described', () => {

@@ -30,7 +30,9 @@ describe('snapshot export', () => {
       s.segments.map((g) => [g.address, g.totalSize, g.segmentType]).sort((a, b) => (a[0] as number) - (b[0] as number)),
     );
     const liveBlocks = (x: typeof derived) =>
-      x.flatMap((g) => g.blocks.filter((b) => b.state === 'active_allocated').map((b) => [b.address, b.requestedSize])).sort((a, b) => a[0] - b[0]);
+      x
+        .flatMap((g) => g.blocks.filter((b) => b.state === 'active_allocated').map((b) => [b.address, b.requestedSize]))
+        .sort((a, b) => a[0] - b[0]);
     expect(liveBlocks(derived)).toEqual(liveBlocks(s.segments));
     expectTiled({ ...s, segments: derived });
   });
@@ -50,7 +52,14 @@ describe('snapshot export', () => {
     });
     expectTiled(snap);
     // free_requested is added before each free_completed, as PyTorch records.
-    expect(snap.deviceTraces[0].map((e) => e.action)).toEqual(['segment_alloc', 'alloc', 'alloc', 'free_requested', 'free_completed', 'oom']);
+    expect(snap.deviceTraces[0].map((e) => e.action)).toEqual([
+      'segment_alloc',
+      'alloc',
+      'alloc',
+      'free_requested',
+      'free_completed',
+      'oom',
+    ]);
     const back = loadSnapshotBuffer(snapshotToBytes(snap));
     expect(back.segments).toEqual(snap.segments);
     expect(back.deviceTraces).toEqual(snap.deviceTraces);
@@ -64,8 +73,9 @@ describe('snapshot export', () => {
     const raw = readPickle(snapshotToBytes(snap)) as PyDict;
     expect([...raw.keys()]).toEqual(['segments', 'device_traces', 'allocator_settings', 'external_annotations']);
     const seg = (raw.get('segments') as PyDict[])[0];
-    for (const k of ['device', 'address', 'total_size', 'stream', 'segment_type', 'blocks', 'allocated_size']) expect(seg.has(k)).toBe(true);
-    const oom = ((raw.get('device_traces') as PyDict[][])[0]).at(-1)!;
+    for (const k of ['device', 'address', 'total_size', 'stream', 'segment_type', 'blocks', 'allocated_size'])
+      expect(seg.has(k)).toBe(true);
+    const oom = (raw.get('device_traces') as PyDict[][])[0].at(-1)!;
     expect(oom.get('device_free')).toBe(10 * M);
     expect(oom.has('addr')).toBe(false);
   });
@@ -107,10 +117,21 @@ describe('snapshot export', () => {
       timeline: [],
       events: [
         { type: 'alloc', t: 0.1, action: 'segment_alloc', addr: 100 * M, size: 20 * M, category: 'activations', module: 'fc1' },
-        { type: 'alloc', t: 0.1, action: 'alloc', addr: 100 * M, size: 19.5 * M, blockSize: 20 * M, category: 'activations', module: 'fc1' },
+        {
+          type: 'alloc',
+          t: 0.1,
+          action: 'alloc',
+          addr: 100 * M,
+          size: 19.5 * M,
+          blockSize: 20 * M,
+          category: 'activations',
+          module: 'fc1',
+        },
       ],
     } as unknown as RunRecord;
     const blocks = exportRunRecord(record).segments[0].blocks;
-    expect(blocks).toEqual([{ address: 100 * M, size: 20 * M, requestedSize: 19.5 * M, state: 'active_allocated', frames: expect.any(Array) }]);
+    expect(blocks).toEqual([
+      { address: 100 * M, size: 20 * M, requestedSize: 19.5 * M, state: 'active_allocated', frames: expect.any(Array) },
+    ]);
   });
 });

@@ -109,30 +109,83 @@ describe('snapshot import', () => {
       other: new Map(),
     });
     const seg = new Map<string, PickleValue>([
-      ['device', 0], ['address', base + 4096n], ['total_size', 2097152], ['stream', 0], ['segment_type', 'small'],
-      ['blocks', [new Map<string, PickleValue>([['address', base + 4096n], ['size', 2097152], ['requested_size', 0], ['state', 'inactive']])]],
+      ['device', 0],
+      ['address', base + 4096n],
+      ['total_size', 2097152],
+      ['stream', 0],
+      ['segment_type', 'small'],
+      [
+        'blocks',
+        [
+          new Map<string, PickleValue>([
+            ['address', base + 4096n],
+            ['size', 2097152],
+            ['requested_size', 0],
+            ['state', 'inactive'],
+          ]),
+        ],
+      ],
     ]);
     raw.set('segments', [seg]);
-    raw.set('device_traces', [[new Map<string, PickleValue>([['action', 'segment_alloc'], ['addr', base + 4096n], ['size', 2097152], ['stream', 0]])]]);
+    raw.set('device_traces', [
+      [
+        new Map<string, PickleValue>([
+          ['action', 'segment_alloc'],
+          ['addr', base + 4096n],
+          ['size', 2097152],
+          ['stream', 0],
+        ]),
+      ],
+    ]);
     const s = snapshotFromPickle(readPickle(writePickle(raw)));
     expect(s.addressBase).toBe(base);
     expect(s.segments[0].address).toBe(4096);
     expect(s.deviceTraces[0][0].addr).toBe(4096);
     const out = readPickle(snapshotToBytes(s)) as PyDict;
-    expect(((out.get('segments') as PyDict[])[0]).get('address')).toBe(base + 4096n);
+    expect((out.get('segments') as PyDict[])[0].get('address')).toBe(base + 4096n);
   });
 
   it('reads the older layout (block history instead of frames, no requested_size)', () => {
-    const frame = new Map<string, PickleValue>([['name', 'forward'], ['filename', 'model.py'], ['line', 12]]);
+    const frame = new Map<string, PickleValue>([
+      ['name', 'forward'],
+      ['filename', 'model.py'],
+      ['line', 12],
+    ]);
     const raw = new Map<string, PickleValue>([
-      ['segments', [new Map<string, PickleValue>([
-        ['device', 0], ['address', 1 << 30], ['total_size', 2097152], ['stream', 0],
-        ['blocks', [
-          new Map<string, PickleValue>([['size', 1024], ['state', 'active_allocated'],
-            ['history', [new Map<string, PickleValue>([['addr', 1 << 30], ['real_size', 1000], ['frames', [frame]]])]]]),
-          new Map<string, PickleValue>([['size', 2097152 - 1024], ['state', 'inactive']]),
-        ]],
-      ])]],
+      [
+        'segments',
+        [
+          new Map<string, PickleValue>([
+            ['device', 0],
+            ['address', 1 << 30],
+            ['total_size', 2097152],
+            ['stream', 0],
+            [
+              'blocks',
+              [
+                new Map<string, PickleValue>([
+                  ['size', 1024],
+                  ['state', 'active_allocated'],
+                  [
+                    'history',
+                    [
+                      new Map<string, PickleValue>([
+                        ['addr', 1 << 30],
+                        ['real_size', 1000],
+                        ['frames', [frame]],
+                      ]),
+                    ],
+                  ],
+                ]),
+                new Map<string, PickleValue>([
+                  ['size', 2097152 - 1024],
+                  ['state', 'inactive'],
+                ]),
+              ],
+            ],
+          ]),
+        ],
+      ],
     ]);
     const s = snapshotFromPickle(raw);
     const b = s.segments[0].blocks[0];
@@ -143,14 +196,30 @@ describe('snapshot import', () => {
   });
 
   it('expandable segments: undoing map/unmap cuts and merges the mapped ranges', () => {
-    const ev = (action: TraceEvent['action'], addr: number, size: number): TraceEvent => ({ action, addr, size, stream: 0, timeUs: 0, frames: [] });
+    const ev = (action: TraceEvent['action'], addr: number, size: number): TraceEvent => ({
+      action,
+      addr,
+      size,
+      stream: 0,
+      timeUs: 0,
+      frames: [],
+    });
     const M = 2 ** 21;
     const base = 2 ** 40;
     const snap = (finalSize: number, events: TraceEvent[]): Snapshot => ({
       segments: [
         {
-          device: 0, address: base, totalSize: finalSize, allocatedSize: 0, activeSize: 0, requestedSize: 0, stream: 0,
-          segmentType: 'large', segmentPoolId: [0, 0], isExpandable: true, frames: [],
+          device: 0,
+          address: base,
+          totalSize: finalSize,
+          allocatedSize: 0,
+          activeSize: 0,
+          requestedSize: 0,
+          stream: 0,
+          segmentType: 'large',
+          segmentPoolId: [0, 0],
+          isExpandable: true,
+          frames: [],
           blocks: [{ address: base, size: finalSize, requestedSize: 0, state: 'inactive', frames: [] }],
         },
       ],
@@ -165,13 +234,24 @@ describe('snapshot import', () => {
     // Shrank by 4 MiB: before it, one 6 MiB range (merged back together).
     expect(ranges(snap(2 * M, [ev('segment_unmap', base + 2 * M, 4 * M)]))).toEqual([[0, 6]]);
     // A hole unmapped in the middle of a range, then its tail mapped again.
-    expect(ranges(snap(2 * M, [ev('segment_map', base + 6 * M, 2 * M), ev('segment_unmap', base + 2 * M, 2 * M), ev('segment_unmap', base + 6 * M, 2 * M)]))).toEqual([[0, 4]]);
+    expect(
+      ranges(
+        snap(2 * M, [
+          ev('segment_map', base + 6 * M, 2 * M),
+          ev('segment_unmap', base + 2 * M, 2 * M),
+          ev('segment_unmap', base + 6 * M, 2 * M),
+        ]),
+      ),
+    ).toEqual([[0, 4]]);
   });
 
   it('rejects what is not a snapshot, naming the field', () => {
     expect(() => snapshotFromPickle([1, 2])).toThrow(SnapshotFormatError);
     expect(() => snapshotFromPickle(new Map([['x', 1]]))).toThrow(/without 'segments'/);
-    const bad = new Map<string, PickleValue>([['segments', []], ['device_traces', [[new Map<string, PickleValue>([['action', 'teleport']])]]]]);
+    const bad = new Map<string, PickleValue>([
+      ['segments', []],
+      ['device_traces', [[new Map<string, PickleValue>([['action', 'teleport']])]]],
+    ]);
     expect(() => snapshotFromPickle(bad)).toThrow(/device_traces\[0\]\[0\]\.action/);
     const bad2 = new Map<string, PickleValue>([['segments', [new Map<string, PickleValue>([['address', 'x']])]]]);
     expect(() => snapshotFromPickle(bad2)).toThrow(/segments\[0\]\.address: expected an int/);

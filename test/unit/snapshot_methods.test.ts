@@ -100,24 +100,50 @@ describe('snapshot.upload', () => {
   });
 
   it('refuses malformed chunks with clear errors', async () => {
-    expect((await failure('snapshot.upload', { uploadId: 'x', index: 0, total: 1, chunk: 'not base64!' })).message).toMatch(/chunk is not base64/);
-    expect((await failure('snapshot.upload', { uploadId: 'x', index: 2, total: 2, chunk: '' })).message).toMatch(/index must be below total/);
+    expect((await failure('snapshot.upload', { uploadId: 'x', index: 0, total: 1, chunk: 'not base64!' })).message).toMatch(
+      /chunk is not base64/,
+    );
+    expect((await failure('snapshot.upload', { uploadId: 'x', index: 2, total: 2, chunk: '' })).message).toMatch(
+      /index must be below total/,
+    );
     expect((await failure('snapshot.upload', { uploadId: '../x', index: 0, total: 1, chunk: '' })).code).toBe('invalid_params');
-    expect((await failure('snapshot.upload', { uploadId: 'x', index: 0, total: 1, chunk: 'A'.repeat(SNAPSHOT_CHUNK_CHARS + 4) })).code).toBe('invalid_params');
+    expect(
+      (await failure('snapshot.upload', { uploadId: 'x', index: 0, total: 1, chunk: 'A'.repeat(SNAPSHOT_CHUNK_CHARS + 4) })).code,
+    ).toBe('invalid_params');
     await call('snapshot.upload', { uploadId: 'tot', index: 0, total: 3, chunk: 'AAAA' });
-    expect((await failure('snapshot.upload', { uploadId: 'tot', index: 1, total: 2, chunk: 'AAAA' })).message).toMatch(/says 2 chunks, earlier chunks said 3/);
+    expect((await failure('snapshot.upload', { uploadId: 'tot', index: 1, total: 2, chunk: 'AAAA' })).message).toMatch(
+      /says 2 chunks, earlier chunks said 3/,
+    );
   });
 
   it("reports the reader's error for a malformed or hostile pickle, and keeps serving", async () => {
     const evil = readFileSync(path.join(FIX, 'snapshot', 'evil_global_reduce.pickle'));
-    const e1 = await failure('snapshot.upload', { uploadId: 'evil', index: 0, total: 1, chunk: evil.toString('base64'), name: 'evil.pickle' });
+    const e1 = await failure('snapshot.upload', {
+      uploadId: 'evil',
+      index: 0,
+      total: 1,
+      chunk: evil.toString('base64'),
+      name: 'evil.pickle',
+    });
     expect(e1.code).toBe('failed');
     expect(e1.message).toMatch(/^evil\.pickle is not a PyTorch memory snapshot vramlab can read: .*GLOBAL|REDUCE/);
     const truncated = pickle('mlp_adam').subarray(0, 5000);
-    const e2 = await failure('snapshot.upload', { uploadId: 'trunc', index: 0, total: 1, chunk: truncated.toString('base64'), name: 'cut.pickle' });
+    const e2 = await failure('snapshot.upload', {
+      uploadId: 'trunc',
+      index: 0,
+      total: 1,
+      chunk: truncated.toString('base64'),
+      name: 'cut.pickle',
+    });
     expect(e2.message).toMatch(/cut\.pickle is not a PyTorch memory snapshot vramlab can read: pickle: .*only \d+ bytes follow/);
     const notSnapshot = Buffer.from([0x80, 0x04, 0x4b, 0x2a, 0x2e]); // pickle of the int 42
-    const e3 = await failure('snapshot.upload', { uploadId: 'int', index: 0, total: 1, chunk: notSnapshot.toString('base64'), name: '42.pickle' });
+    const e3 = await failure('snapshot.upload', {
+      uploadId: 'int',
+      index: 0,
+      total: 1,
+      chunk: notSnapshot.toString('base64'),
+      name: '42.pickle',
+    });
     expect(e3.message).toMatch(/42\.pickle is not a PyTorch memory snapshot/);
     expect((await call<SnapSummary[]>('snapshot.list')).map((s) => s.id)).toEqual(expect.arrayContaining([ids.mlp_adam, ids.resnet18_sgd]));
   });
@@ -127,7 +153,10 @@ describe('snapshot.upload', () => {
     const small = pickle('mlp_adam');
     const store = registerSnapshotMethods(h, native, { limits: { maxBytes: small.length * 2 + 10, maxEntries: 5 } });
     const send = async (uploadId: string) => {
-      const r = await h.handle({ id: 1, method: 'snapshot.upload', params: { uploadId, index: 0, total: 1, chunk: small.toString('base64') } }, 'ipc');
+      const r = await h.handle(
+        { id: 1, method: 'snapshot.upload', params: { uploadId, index: 0, total: 1, chunk: small.toString('base64') } },
+        'ipc',
+      );
       return (r as any).result.snapshot.id as string;
     };
     const a = await send('a');
@@ -199,7 +228,9 @@ describe('snapshot.timeline', () => {
       expect(big).toBe(st.largest[0].size);
       const a0 = t.allocations.find((a: any) => a.size === big);
       expect(t.stacks[a0.stack].length).toBeGreaterThan(0);
-      expect(t.stacks[a0.stack]).toEqual(st.largest.find((l) => l.allocIndex === a0.allocIndex)!.frames.map((f) => (f.length > 240 ? `${f.slice(0, 239)}…` : f)));
+      expect(t.stacks[a0.stack]).toEqual(
+        st.largest.find((l) => l.allocIndex === a0.allocIndex)!.frames.map((f) => (f.length > 240 ? `${f.slice(0, 239)}…` : f)),
+      );
     });
   }
 
@@ -222,7 +253,11 @@ describe('snapshot.stateAt', () => {
       );
       for (const g of s.segments) {
         const mine = st.segments.find((x: any) => x.address === g.address);
-        const theirs = g.blocks.map((b) => [b.address, b.size, b.state === 'inactive' ? 'free' : b.state === 'active_pending_free' ? 'pending_free' : 'allocated']);
+        const theirs = g.blocks.map((b) => [
+          b.address,
+          b.size,
+          b.state === 'inactive' ? 'free' : b.state === 'active_pending_free' ? 'pending_free' : 'allocated',
+        ]);
         expect(mine.blocks.map((b: any) => [b.address, b.size, b.state])).toEqual(theirs);
       }
       expect(st.reserved).toBe(s.segments.reduce((a, g) => a + g.totalSize, 0));
@@ -245,7 +280,9 @@ describe('snapshot.stateAt', () => {
   });
 
   it('refuses an index past the end', async () => {
-    expect((await failure('snapshot.stateAt', { id: ids.mlp_adam, eventIndex: 10_000 })).message).toMatch(/past the trace's end: it has 525 events/);
+    expect((await failure('snapshot.stateAt', { id: ids.mlp_adam, eventIndex: 10_000 })).message).toMatch(
+      /past the trace's end: it has 525 events/,
+    );
     expect((await failure('snapshot.stateAt', { id: ids.mlp_adam, eventIndex: -2 })).code).toBe('invalid_params');
   });
 });
@@ -264,7 +301,9 @@ describe('a trace that started late (history enabled mid-run)', () => {
     expect(t.points.allocated[0]).toBe(late.initial.allocated);
     expect(t.points.reserved[0]).toBe(late.initial.reserved);
     expect(t.allocations.some((a: any) => a.allocIndex === -1 && a.first === 0)).toBe(true);
-    expect(t.other[0] + t.allocations.filter((a: any) => a.first === 0).reduce((n: number, a: any) => n + a.size, 0)).toBe(late.initial.allocated);
+    expect(t.other[0] + t.allocations.filter((a: any) => a.first === 0).reduce((n: number, a: any) => n + a.size, 0)).toBe(
+      late.initial.allocated,
+    );
 
     const before = await call('snapshot.stateAt', { id: late.id, eventIndex: -1 });
     expect(before.reserved).toBe(late.initial.reserved);
@@ -297,8 +336,17 @@ describe('snapshot.whatIf and snapshot.grid', () => {
     it(`${n}: the default settings reproduce PyTorch's own run exactly`, async () => {
       const w = await call('snapshot.whatIf', { id: ids[n], allocConf: '' });
       const ref = want(n);
-      expect(w.recorded).toMatchObject({ peakReserved: ref.peak_reserved, numDeviceAlloc: ref.num_device_alloc, numDeviceFree: ref.num_device_free });
-      expect(w.whatIf).toMatchObject({ peakReserved: ref.peak_reserved, numDeviceAlloc: ref.num_device_alloc, numDeviceFree: ref.num_device_free, oom: null });
+      expect(w.recorded).toMatchObject({
+        peakReserved: ref.peak_reserved,
+        numDeviceAlloc: ref.num_device_alloc,
+        numDeviceFree: ref.num_device_free,
+      });
+      expect(w.whatIf).toMatchObject({
+        peakReserved: ref.peak_reserved,
+        numDeviceAlloc: ref.num_device_alloc,
+        numDeviceFree: ref.num_device_free,
+        oom: null,
+      });
       expect(w.original).toEqual(w.whatIf); // the fixtures ran with no PYTORCH_CUDA_ALLOC_CONF
     });
   }
@@ -327,9 +375,13 @@ describe('snapshot.whatIf and snapshot.grid', () => {
     const w = await call('snapshot.whatIf', { id: ids.mlp_adam, allocConf: 'max_split_size_mb:256', capacity: '24GiB' });
     expect(w.capacity).toBe(24 * 2 ** 30);
     expect(w.whatIf.oom).toBeNull();
-    expect((await failure('snapshot.whatIf', { id: ids.mlp_adam, allocConf: '', capacity: '24 parsecs' })).message).toMatch(/bad size "24 parsecs"/);
+    expect((await failure('snapshot.whatIf', { id: ids.mlp_adam, allocConf: '', capacity: '24 parsecs' })).message).toMatch(
+      /bad size "24 parsecs"/,
+    );
     expect((await failure('snapshot.whatIf', { id: ids.mlp_adam, allocConf: '', capacity: -5 })).code).toBe('invalid_params');
-    expect((await failure('snapshot.whatIf', { id: ids.mlp_adam, allocConf: 'backend:cudaMallocAsync' })).message).toMatch(/cudaMallocAsync/);
+    expect((await failure('snapshot.whatIf', { id: ids.mlp_adam, allocConf: 'backend:cudaMallocAsync' })).message).toMatch(
+      /cudaMallocAsync/,
+    );
     // Refused with the allocator parser's reasons, and the host lives on.
     const refused: Array<[string, RegExp]> = [
       ['no_such_option:7', /Unrecognized key 'no_such_option'/],
@@ -344,7 +396,14 @@ describe('snapshot.whatIf and snapshot.grid', () => {
       expect(bad.code).toBe('failed');
       expect(bad.message).toMatch(why);
     }
-    expect((await call('snapshot.whatIf', { id: ids.mlp_adam, allocConf: 'roundup_power2_divisions:[256:1,512:2,>:4], expandable_segments:False' })).whatIf.oom).toBeNull();
+    expect(
+      (
+        await call('snapshot.whatIf', {
+          id: ids.mlp_adam,
+          allocConf: 'roundup_power2_divisions:[256:1,512:2,>:4], expandable_segments:False',
+        })
+      ).whatIf.oom,
+    ).toBeNull();
   });
 
   it('grid: every settings string at every capacity', async () => {

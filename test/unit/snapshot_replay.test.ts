@@ -51,7 +51,7 @@ describe('snapshot -> replay arrays', () => {
     }
   });
 
-  it("a late trace starts from the seeded state: live allocations get ids, not ops", () => {
+  it('a late trace starts from the seeded state: live allocations get ids, not ops', () => {
     const s = loadSnapshotFile(file('resnet18_sgd'));
     const k = 1000;
     const late: Snapshot = { ...s, deviceTraces: [s.deviceTraces[0].slice(k)] };
@@ -66,11 +66,18 @@ describe('snapshot -> replay arrays', () => {
 
   it('segment_free bursts: empty_cache vs the allocator freeing cache for a retry', () => {
     const ev = (action: TraceEvent['action'], frames: string[] = []): TraceEvent => ({
-      action, addr: 1, size: 2, stream: 0, timeUs: 0, frames: frames.map((name) => ({ name, filename: '', line: 0 })),
+      action,
+      addr: 1,
+      size: 2,
+      stream: 0,
+      timeUs: 0,
+      frames: frames.map((name) => ({ name, filename: '', line: 0 })),
     });
     const retry = ['c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)'];
     expect(classifyRelease([ev('segment_free', retry), ev('segment_alloc'), ev('alloc')], 0).kind).toBe('internal');
-    expect(classifyRelease([ev('segment_free', ['NativeCachingAllocator::emptyCache()']), ev('segment_alloc')], 0).kind).toBe('empty_cache');
+    expect(classifyRelease([ev('segment_free', ['NativeCachingAllocator::emptyCache()']), ev('segment_alloc')], 0).kind).toBe(
+      'empty_cache',
+    );
     // Without stacks: a segment_alloc right after means a retry; an alloc or the end means empty_cache.
     expect(classifyRelease([ev('segment_free'), ev('segment_free'), ev('segment_alloc')], 0)).toEqual({ kind: 'internal', end: 2 });
     expect(classifyRelease([ev('segment_free'), ev('alloc')], 0).kind).toBe('empty_cache');
@@ -148,7 +155,20 @@ describe.skipIf(!replayReady)('vramlab replay (native allocator)', () => {
 
   it('grid: settings x capacities', async () => {
     const io = capture();
-    const args = ['replay', file('mlp_adam'), '--grid', '--json', '--alloc-conf', '', '--alloc-conf', 'expandable_segments:True', '--capacity', '256MiB', '--capacity', '1GiB'];
+    const args = [
+      'replay',
+      file('mlp_adam'),
+      '--grid',
+      '--json',
+      '--alloc-conf',
+      '',
+      '--alloc-conf',
+      'expandable_segments:True',
+      '--capacity',
+      '256MiB',
+      '--capacity',
+      '1GiB',
+    ];
     expect(await main(args, io)).toBe(0);
     const rows = JSON.parse(io.stdout());
     expect(rows).toHaveLength(4);

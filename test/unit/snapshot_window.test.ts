@@ -78,12 +78,25 @@ function replayedEnd(s: Snapshot, options: { capacity?: number } = {}) {
     snapshot: true,
     ...(t.seed ? { seed: t.seed } : {}),
     ...options,
-  } as never) as unknown as { snapshot: { segments: { address: number; totalSize: number; blocks: { size: number; state: string }[] }[] } } & Record<string, number>;
-  return { r, rows: r.snapshot.segments.map((g) => [g.address, g.totalSize, g.blocks.map((b) => `${b.size}:${b.state === 'inactive' ? 'free' : 'used'}`).join(' ')]) };
+  } as never) as unknown as {
+    snapshot: { segments: { address: number; totalSize: number; blocks: { size: number; state: string }[] }[] };
+  } & Record<string, number>;
+  return {
+    r,
+    rows: r.snapshot.segments.map((g) => [
+      g.address,
+      g.totalSize,
+      g.blocks.map((b) => `${b.size}:${b.state === 'inactive' ? 'free' : 'used'}`).join(' '),
+    ]),
+  };
 }
 
 function recordedEnd(s: Snapshot) {
-  return s.segments.map((g) => [g.address, g.totalSize, g.blocks.map((b) => `${b.size}:${b.state === 'inactive' ? 'free' : 'used'}`).join(' ')]);
+  return s.segments.map((g) => [
+    g.address,
+    g.totalSize,
+    g.blocks.map((b) => `${b.size}:${b.state === 'inactive' ? 'free' : 'used'}`).join(' '),
+  ]);
 }
 
 describe.skipIf(!ready)('replay from the state at the trace start', () => {

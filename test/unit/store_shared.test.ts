@@ -18,7 +18,14 @@ let childJs = '';
 beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-shared-'));
   childJs = path.join(dir, 'child.cjs');
-  buildSync({ entryPoints: [path.join(__dirname, 'store_crash_child.ts')], bundle: true, platform: 'node', format: 'cjs', outfile: childJs, logLevel: 'silent' });
+  buildSync({
+    entryPoints: [path.join(__dirname, 'store_crash_child.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    outfile: childJs,
+    logLevel: 'silent',
+  });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const home = (n: string) => path.join(dir, n);

@@ -39,7 +39,9 @@ describe('item 4: total work is bounded at the spec boundary', () => {
   it('bounds the transformer families by the same product (they have depth)', () => {
     const gpt = { kind: 'gpt', vocab: 100, seq: 64, dim: 64, depth: 64, heads: 4 };
     expect(issues({ model: gpt, iterations: MAX_LAYER_STEPS / 64 })).toEqual([]);
-    expect(issues({ model: gpt, iterations: MAX_LAYER_STEPS / 64 + 1 }).join()).toMatch(/iterations: too much work: iterations x accum x model.depth = 65600/);
+    expect(issues({ model: gpt, iterations: MAX_LAYER_STEPS / 64 + 1 }).join()).toMatch(
+      /iterations: too much work: iterations x accum x model.depth = 65600/,
+    );
     expect(issues({ model: { kind: 'llama', depth: 32 }, iterations: 1025, accum: 2 }).join()).toMatch(/too much work/);
     expect(issues({ model: { kind: 'llama', depth: 32 }, iterations: 1025, accum: 2, mode: 'generate' })).toEqual([]); // iterations unused
   });
@@ -48,7 +50,9 @@ describe('item 4: total work is bounded at the spec boundary', () => {
     const llama8b = { kind: 'llama', vocab: 128256, seq: 8192, dim: 4096, depth: 32, heads: 32, kv_heads: 8, ffn: 14336 };
     expect(issues({ model: llama8b, mode: 'generate', prompt: 128, new_tokens: MAX_LAYER_STEPS / 32 })).toEqual([]);
     const over = issues({ model: llama8b, mode: 'generate', prompt: 128, new_tokens: MAX_LAYER_STEPS / 32 + 1 });
-    expect(over).toEqual([`new_tokens: too much work: new_tokens x model.depth = ${MAX_LAYER_STEPS + 32}, at most ${MAX_LAYER_STEPS}; lower one of them (got ${MAX_LAYER_STEPS / 32 + 1})`]);
+    expect(over).toEqual([
+      `new_tokens: too much work: new_tokens x model.depth = ${MAX_LAYER_STEPS + 32}, at most ${MAX_LAYER_STEPS}; lower one of them (got ${MAX_LAYER_STEPS / 32 + 1})`,
+    ]);
     // The fit over new_tokens stops at the largest generation the limits accept, not at seq - prompt.
     const spec = checkSpec({ model: llama8b, mode: 'generate', prompt: 128, new_tokens: 128 });
     expect(spec.ok && fitLimit(spec.spec, 'new_tokens')).toBe(MAX_LAYER_STEPS / 32);
@@ -60,7 +64,9 @@ describe('item 4: total work is bounded at the spec boundary', () => {
     const wide = { kind: 'gpt', vocab: 1 << 20, seq: 1 << 16, dim: 64, depth: 1, heads: 1 };
     expect(issues({ model: wide, batch: 1 << 14 }).join()).toMatch(/model: describes a tensor of \d+ bytes, more than/);
     expect(issues({ model: wide, batch: 1 << 10 })).toEqual([]);
-    expect(issues({ model: { ...wide, seq: 1 << 10 }, batch: 1, shapes: [{ batch: 1 << 20, seq: 1 << 10 }] }).join()).toMatch(/describes a tensor/);
+    expect(issues({ model: { ...wide, seq: 1 << 10 }, batch: 1, shapes: [{ batch: 1 << 20, seq: 1 << 10 }] }).join()).toMatch(
+      /describes a tensor/,
+    );
     // A fit over batch or seq stops below the size bound.
     const spec = checkSpec({ model: wide, batch: 1 });
     const maxBatch = spec.ok ? fitLimit(spec.spec, 'batch') : 0;
@@ -73,7 +79,13 @@ describe('item 4: total work is bounded at the spec boundary', () => {
     expect(() => checkSweep({ model: { kind: 'mlp', depth: 6 } }, 'iterations', values)).toThrow(/sweep: too much work/);
     expect(() => checkSweep({}, 'iterations', [1, 2, 3])).not.toThrow();
     const gen = { model: { kind: 'gpt', vocab: 100, seq: 2048, dim: 64, depth: 64, heads: 4 }, mode: 'generate', prompt: 8 };
-    expect(() => checkSweep(gen, 'new_tokens', Array.from({ length: 20 }, () => 1000))).toThrow(/sweep: too much work: 1280000 layer passes/);
+    expect(() =>
+      checkSweep(
+        gen,
+        'new_tokens',
+        Array.from({ length: 20 }, () => 1000),
+      ),
+    ).toThrow(/sweep: too much work: 1280000 layer passes/);
     expect(() => checkSweep(gen, 'new_tokens', [256, 512, 1024])).not.toThrow();
   });
 
@@ -126,7 +138,7 @@ describe('item 4: decimation keeps every peak exactly', () => {
   it('a million samples: bounded count, the max of every window survives', () => {
     const d = new SampleDecimator(1024);
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const kept: MemorySample[] = [];
     let maxA = 0;
     let maxR = 0;
@@ -134,7 +146,14 @@ describe('item 4: decimation keeps every peak exactly', () => {
       const batch: MemorySample[] = [];
       for (let i = 0; i < 1000; i++) {
         const t = b * 1000 + i;
-        const s = { t, allocated: Math.floor(rnd() * 1e9), reserved: Math.floor(rnd() * 2e9), active: 0, requested: 0, by: [] } as MemorySample;
+        const s = {
+          t,
+          allocated: Math.floor(rnd() * 1e9),
+          reserved: Math.floor(rnd() * 2e9),
+          active: 0,
+          requested: 0,
+          by: [],
+        } as MemorySample;
         maxA = Math.max(maxA, s.allocated);
         maxR = Math.max(maxR, s.reserved);
         batch.push(s);
@@ -169,7 +188,10 @@ describe('item 5: the allocator and the host check size arithmetic', () => {
   it('host: snapshot what-if capacities below 1 MiB, NaN-like or above 1 PiB are refused', async () => {
     const host = createHost(native, { home: path.join(dir, 'host5') });
     const data = (await import('node:fs')).readFileSync(path.resolve(__dirname, '../fixtures/torch/mlp_adam.pickle'));
-    const up = await host.handle({ id: 1, method: 'snapshot.upload', params: { uploadId: 'u', index: 0, total: 1, chunk: data.toString('base64'), name: 'm.pickle' } }, 'ipc');
+    const up = await host.handle(
+      { id: 1, method: 'snapshot.upload', params: { uploadId: 'u', index: 0, total: 1, chunk: data.toString('base64'), name: 'm.pickle' } },
+      'ipc',
+    );
     expect(up.ok).toBe(true);
     const id = (up as { result: { snapshot: { id: string } } }).result.snapshot.id;
     for (const capacity of ['0.5B', '0.0001KiB', '2048TiB']) {

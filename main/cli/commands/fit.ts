@@ -61,7 +61,8 @@ const fit: Command = async (args, io) => {
         signal,
         onRunStarted: (r) => started(r.runId),
         onProbe: (p) => {
-          if (!values.quiet) io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
+          if (!values.quiet)
+            io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
         },
       }),
     ));
@@ -74,12 +75,24 @@ const fit: Command = async (args, io) => {
   }
   if (values.json) io.out(JSON.stringify(result) + '\n');
   else {
-    io.out(table([param, 'fits', 'peak allocated', 'peak reserved', 'run'], result.probes.map((p) => [String(p.value), p.ok ? 'yes' : 'no', formatBytes(p.peak_allocated), formatBytes(p.peak_reserved), p.runId])));
+    io.out(
+      table(
+        [param, 'fits', 'peak allocated', 'peak reserved', 'run'],
+        result.probes.map((p) => [
+          String(p.value),
+          p.ok ? 'yes' : 'no',
+          formatBytes(p.peak_allocated),
+          formatBytes(p.peak_reserved),
+          p.runId,
+        ]),
+      ),
+    );
     const where = spec.capacity !== null ? `under the ${formatBytes(result.capacity)} cap on ${spec.device}` : `on ${spec.device}`;
     io.out(`\nlargest ${param} that fits ${where}: ${result.value}\n`);
     const best = result.probes.find((p) => p.ok && p.value === result.value);
     if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
-    if (result.context > 0) io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
+    if (result.context > 0)
+      io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
   }
   return 0;
 };

@@ -56,10 +56,22 @@ const fixes: Command = async (args, io) => {
   if (values.json) io.out(JSON.stringify(result) + '\n');
   else {
     const card = { total: result.total, context: result.context };
-    io.out(`capacity ${formatBytes(result.capacity)}; the largest peak on the card: ${wholeCard(Math.max(...result.rows.map((r) => r.peak_reserved)), card)}\n`);
+    io.out(
+      `capacity ${formatBytes(result.capacity)}; the largest peak on the card: ${wholeCard(Math.max(...result.rows.map((r) => r.peak_reserved)), card)}\n`,
+    );
     io.out(
       table(
-        ['fix', 'status', 'steps', 'padding', 'peak reserved (on the card)', 'reserved at end (over the base)', 'segments allocated', 'OOM at step', 'run'],
+        [
+          'fix',
+          'status',
+          'steps',
+          'padding',
+          'peak reserved (on the card)',
+          'reserved at end (over the base)',
+          'segments allocated',
+          'OOM at step',
+          'run',
+        ],
         result.rows.map((r) => [
           r.label,
           r.status,

@@ -222,7 +222,9 @@ const replay: Command = async (args, io) => {
   }
   if (r.trace.unmatchedFrees) io.out(`\nnote: ${r.trace.unmatchedFrees} frees of unknown allocations were skipped\n`);
   if (r.trace.lateStart && !r.trace.seed) {
-    io.out('\nnote: the state before the trace holds expandable segments, which a replay cannot yet start from: its live allocations were made again instead (approximate)\n');
+    io.out(
+      '\nnote: the state before the trace holds expandable segments, which a replay cannot yet start from: its live allocations were made again instead (approximate)\n',
+    );
   }
   for (const p of r.trace.start.problems) io.out(`warning: ${p}\n`);
   return 0;

@@ -6,7 +6,8 @@ import { describeRun, loadSpecFile, openManager, progressPrinter, runJsonResult 
 import { timelineCsv } from '../../export/timeline_csv';
 import { specHelp } from '../spec_help';
 
-const USAGE = () => `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
+const USAGE =
+  () => `usage: vramlab run SPEC.json [--device ID] [--capacity SIZE] [--name NAME] [--json] [--csv FILE] [--fail-on-oom] [--quiet]
 
 Runs the experiment SPEC.json describes and keeps it in the run store (~/.vramlab, or
 VRAMLAB_HOME). Progress goes to stderr for long runs.

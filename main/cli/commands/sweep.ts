@@ -82,7 +82,13 @@ const sweep: Command = async (args, io) => {
   );
   const metas = await Promise.all(result.runs.map((r) => manager.store.meta(r.runId)));
   if (values.csv) writeFileSync(values.csv, summaryCsv(metas));
-  if (values.json) io.out(JSON.stringify({ ...result, runs: result.runs.map((r, i) => ({ ...r, readings: metas[i].summary?.readings ?? {}, oom: metas[i].summary?.oom ?? null })) }) + '\n');
+  if (values.json)
+    io.out(
+      JSON.stringify({
+        ...result,
+        runs: result.runs.map((r, i) => ({ ...r, readings: metas[i].summary?.readings ?? {}, oom: metas[i].summary?.oom ?? null })),
+      }) + '\n',
+    );
   else
     io.out(
       table(
@@ -95,7 +101,8 @@ const sweep: Command = async (args, io) => {
           formatBytes(r.peak_reserved + result.context),
           r.runId,
         ]),
-      ) + `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
+      ) +
+        `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
     );
   return result.runs.some((r) => r.status === 'error') ? 1 : cancelled ? 130 : 0;
 };

@@ -48,8 +48,7 @@ export function defineFamily<const K extends string, const F extends Fields>(d: 
 
 /** Attention's checks, shared by the transformer families: the fused kernels' head_dim limits. */
 export function headChecks(dim: number, heads: number): Issue[] {
-  if (dim % heads !== 0)
-    return [{ path: ['model', 'heads'], message: `must divide model.dim (${dim}) evenly`, input: heads }];
+  if (dim % heads !== 0) return [{ path: ['model', 'heads'], message: `must divide model.dim (${dim}) evenly`, input: heads }];
   const headDim = dim / heads;
   if (headDim % 8 !== 0 || headDim > 256)
     return [

@@ -73,7 +73,12 @@ export function fieldAccepts(f: Field, v: unknown): boolean {
     case 'int':
       return typeof v === 'number' && Number.isInteger(v) && v >= f.min && v <= f.max;
     case 'number':
-      return typeof v === 'number' && Number.isFinite(v) && (f.minExclusive ? v > f.min : v >= f.min) && (f.maxExclusive ? v < f.max : v <= f.max);
+      return (
+        typeof v === 'number' &&
+        Number.isFinite(v) &&
+        (f.minExclusive ? v > f.min : v >= f.min) &&
+        (f.maxExclusive ? v < f.max : v <= f.max)
+      );
     case 'bool':
       return typeof v === 'boolean';
     case 'enum':
@@ -85,7 +90,6 @@ export function fieldAccepts(f: Field, v: unknown): boolean {
 export function fillFields<F extends Fields>(fields: F, given: Readonly<Record<string, unknown>>): ArgsOf<F> {
   const out: Record<string, unknown> = {};
   for (const [k, f] of Object.entries(fields)) out[k] = given[k] ?? (f.type === 'int' && f.defaultFrom ? undefined : f.default);
-  for (const [k, f] of Object.entries(fields))
-    if (out[k] === undefined && f.type === 'int' && f.defaultFrom) out[k] = out[f.defaultFrom];
+  for (const [k, f] of Object.entries(fields)) if (out[k] === undefined && f.type === 'int' && f.defaultFrom) out[k] = out[f.defaultFrom];
   return out as ArgsOf<F>;
 }

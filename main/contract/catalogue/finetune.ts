@@ -10,9 +10,32 @@ export const FINETUNE_METHODS = [
 export type FinetuneMethod = (typeof FINETUNE_METHODS)[number]['value'];
 
 export const FINETUNE_FIELDS = {
-  blocks: { type: 'int', min: 0, max: LIMITS.depth, default: 1, label: 'Frozen blocks', meaning: 'freeze: the first k blocks (and the embeddings) get no gradients', unit: 'blocks' },
-  rank: { type: 'int', min: 1, max: LIMITS.rank, default: 8, label: 'LoRA rank', meaning: 'r: adapters A (r x in) and B (out x r), in fp32' },
-  alpha: { type: 'number', min: 0, max: 1e6, minExclusive: true, default: 16, label: 'LoRA alpha', meaning: 'output scale alpha / r (default 2 x rank)' },
+  blocks: {
+    type: 'int',
+    min: 0,
+    max: LIMITS.depth,
+    default: 1,
+    label: 'Frozen blocks',
+    meaning: 'freeze: the first k blocks (and the embeddings) get no gradients',
+    unit: 'blocks',
+  },
+  rank: {
+    type: 'int',
+    min: 1,
+    max: LIMITS.rank,
+    default: 8,
+    label: 'LoRA rank',
+    meaning: 'r: adapters A (r x in) and B (out x r), in fp32',
+  },
+  alpha: {
+    type: 'number',
+    min: 0,
+    max: 1e6,
+    minExclusive: true,
+    default: 16,
+    label: 'LoRA alpha',
+    meaning: 'output scale alpha / r (default 2 x rank)',
+  },
 } as const;
 
 /** alpha's default follows the rank, as torch_protocol_finetune.py has it. */

@@ -28,7 +28,10 @@ export function specDefaultsJson(): string {
   };
   const block = (o: Record<string, unknown>, indent: string, expand: (k: string) => boolean): string =>
     `{\n${Object.entries(o)
-      .map(([k, v]) => `${indent}  ${JSON.stringify(k)}: ${expand(k) ? block(v as Record<string, unknown>, indent + '  ', () => false) : inline(v)}`)
+      .map(
+        ([k, v]) =>
+          `${indent}  ${JSON.stringify(k)}: ${expand(k) ? block(v as Record<string, unknown>, indent + '  ', () => false) : inline(v)}`,
+      )
       .join(',\n')}\n${indent}}`;
   return block(specDefaults(), '', (k) => k !== 'modes') + '\n';
 }

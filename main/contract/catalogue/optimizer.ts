@@ -24,7 +24,7 @@ export const foreach = {
   type: 'bool',
   default: true,
   label: 'foreach',
-  meaning: 'the multi-tensor step (PyTorch\'s default on CUDA): faster, with temporaries for all parameters at once',
+  meaning: "the multi-tensor step (PyTorch's default on CUDA): faster, with temporaries for all parameters at once",
 } as const;
 export const weightDecay = (d: number) =>
   ({ type: 'number', min: 0, max: 10, default: d, label: 'Weight decay', meaning: 'weight_decay' }) as const;

@@ -12,8 +12,24 @@ export const CHECKPOINT_MODES = ['none', 'block', 'sqrt'] as const;
 
 export const SPEC_FIELDS = {
   batch: { type: 'int', min: 1, max: LIMITS.batch, default: 256, label: 'Batch size', meaning: 'samples per micro-batch', unit: 'samples' },
-  iterations: { type: 'int', min: 1, max: LIMITS.iterations, default: 2, label: 'Iterations', meaning: 'optimizer steps (loss_accumulation: forward passes)', unit: 'steps' },
-  accum: { type: 'int', min: 1, max: LIMITS.accum, default: 1, label: 'Gradient accumulation steps', meaning: 'micro-batches per optimizer step', unit: 'micro-batches' },
+  iterations: {
+    type: 'int',
+    min: 1,
+    max: LIMITS.iterations,
+    default: 2,
+    label: 'Iterations',
+    meaning: 'optimizer steps (loss_accumulation: forward passes)',
+    unit: 'steps',
+  },
+  accum: {
+    type: 'int',
+    min: 1,
+    max: LIMITS.accum,
+    default: 1,
+    label: 'Gradient accumulation steps',
+    meaning: 'micro-batches per optimizer step',
+    unit: 'micro-batches',
+  },
   precision: {
     type: 'enum',
     default: 'fp32',
@@ -37,7 +53,12 @@ export const SPEC_FIELDS = {
       { value: 'fp16', label: 'fp16 (model.to(float16))' },
     ],
   },
-  set_to_none: { type: 'bool', default: true, label: 'zero_grad(set_to_none)', meaning: 'zero_grad frees gradients instead of zeroing them' },
+  set_to_none: {
+    type: 'bool',
+    default: true,
+    label: 'zero_grad(set_to_none)',
+    meaning: 'zero_grad frees gradients instead of zeroing them',
+  },
   mode: {
     type: 'enum',
     default: 'train',
@@ -50,7 +71,12 @@ export const SPEC_FIELDS = {
       { value: 'generate', label: 'Generation (KV cache)' },
     ],
   },
-  keep_loss_graph: { type: 'bool', default: true, label: 'Keep the loss graph', meaning: 'loss_accumulation: total = total + loss (true) or total += loss.item() (false)' },
+  keep_loss_graph: {
+    type: 'bool',
+    default: true,
+    label: 'Keep the loss graph',
+    meaning: 'loss_accumulation: total = total + loss (true) or total += loss.item() (false)',
+  },
   loss: {
     type: 'enum',
     default: 'sum',
@@ -62,8 +88,24 @@ export const SPEC_FIELDS = {
       { value: 'cross_entropy', label: 'Cross-entropy (random labels)' },
     ],
   },
-  prompt: { type: 'int', min: 0, max: LIMITS.seq, default: 0, label: 'Prompt tokens', meaning: 'generate: tokens in the prefill', unit: 'tokens' },
-  new_tokens: { type: 'int', min: 0, max: LIMITS.seq, default: 0, label: 'New tokens', meaning: 'generate: tokens generated one at a time after the prefill', unit: 'tokens' },
+  prompt: {
+    type: 'int',
+    min: 0,
+    max: LIMITS.seq,
+    default: 0,
+    label: 'Prompt tokens',
+    meaning: 'generate: tokens in the prefill',
+    unit: 'tokens',
+  },
+  new_tokens: {
+    type: 'int',
+    min: 0,
+    max: LIMITS.seq,
+    default: 0,
+    label: 'New tokens',
+    meaning: 'generate: tokens generated one at a time after the prefill',
+    unit: 'tokens',
+  },
   cache: {
     type: 'enum',
     default: 'dynamic',
@@ -83,15 +125,36 @@ export const SPEC_FIELDS = {
     meaning: 'train: torch.cuda.empty_cache() after every n-th iteration (0: never)',
     unit: 'steps',
   },
-  history: { type: 'bool', default: false, label: 'Record allocator history', meaning: 'keep every alloc/free for the segment map and snapshot export' },
+  history: {
+    type: 'bool',
+    default: false,
+    label: 'Record allocator history',
+    meaning: 'keep every alloc/free for the segment map and snapshot export',
+  },
 } as const;
 
 /** A draw of per-iteration shapes (main/contract/shapes.ts): its numeric settings. */
 export const SHAPE_DRAW_FIELDS = {
   batch: { type: 'int', min: 1, max: LIMITS.batch, default: 8, label: 'Batch size', meaning: 'sequences per step', unit: 'samples' },
-  steps: { type: 'int', min: 1, max: LIMITS.shapes, default: 200, label: 'Steps', meaning: 'training iterations, one drawn length each', unit: 'steps' },
+  steps: {
+    type: 'int',
+    min: 1,
+    max: LIMITS.shapes,
+    default: 200,
+    label: 'Steps',
+    meaning: 'training iterations, one drawn length each',
+    unit: 'steps',
+  },
   seed: { type: 'int', min: 0, max: 2 ** 32 - 1, default: 0, label: 'Seed', meaning: 'the same seed draws the same lengths' },
-  pad_to: { type: 'int', min: 1, max: LIMITS.seq, default: 1, label: 'Pad to a multiple of', meaning: 'bucketed padding: each length rounded up (1: none)', unit: 'tokens' },
+  pad_to: {
+    type: 'int',
+    min: 1,
+    max: LIMITS.seq,
+    default: 1,
+    label: 'Pad to a multiple of',
+    meaning: 'bucketed padding: each length rounded up (1: none)',
+    unit: 'tokens',
+  },
   min: { type: 'int', min: 1, max: LIMITS.seq, default: 64, label: 'Shortest', meaning: 'uniform lengths from here', unit: 'tokens' },
   max: { type: 'int', min: 1, max: LIMITS.seq, default: 1024, label: 'Longest', meaning: 'uniform lengths up to here', unit: 'tokens' },
 } as const;

@@ -735,7 +735,13 @@ function hashable(root: PickleValue): boolean {
  * input even when the expanded size is astronomical; it stops as soon as either limit is
  * passed. Dict keys count as values (a walker visits them too).
  */
-function checkShape(root: PickleValue, maxDepth: number, maxValues: number, shared: Set<Container>, fail: (code: 'depth' | 'values') => never): void {
+function checkShape(
+  root: PickleValue,
+  maxDepth: number,
+  maxValues: number,
+  shared: Set<Container>,
+  fail: (code: 'depth' | 'values') => never,
+): void {
   if (!isContainer(root)) return;
   const known = new Map<Container, { depth: number; size: number }>(); // per shared container
   type F = { c: Container; kids: readonly PickleValue[]; k: number; below: number; level: number; start: number };

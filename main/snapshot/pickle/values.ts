@@ -5,18 +5,7 @@
 
 export type PickleKey = null | boolean | number | bigint | string | PyTuple;
 
-export type PickleValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | PickleValue[]
-  | PyTuple
-  | PyDict
-  | PySet
-  | PyFloat;
+export type PickleValue = null | boolean | number | bigint | string | Uint8Array | PickleValue[] | PyTuple | PyDict | PySet | PyFloat;
 
 export type PyDict = Map<PickleKey, PickleValue>;
 

@@ -15,8 +15,8 @@ bool autocast_active() {
 Tensor cached_cast(DType to, const Tensor& arg) {
   if (!arg.defined() || !is_floating(arg.dtype()) || arg.dtype() == DType::Float64 || arg.dtype() == to) return arg;
   auto& s = autocast_state();
-  bool can_try_cache = to == s.dtype && to != DType::Float32 && arg.dtype() == DType::Float32 &&
-                       arg.requires_grad() && arg.is_leaf() && !arg.impl()->is_view && s.cache_enabled;
+  bool can_try_cache = to == s.dtype && to != DType::Float32 && arg.dtype() == DType::Float32 && arg.requires_grad() &&
+                       arg.is_leaf() && !arg.impl()->is_view && s.cache_enabled;
   if (can_try_cache) {
     auto it = s.cache.find(arg.impl());
     if (it != s.cache.end() && !it->second.first.expired()) return it->second.second;

@@ -62,7 +62,8 @@ void validate_outputs(Node& fn, TensorList& outputs) {
 // A view can't be reused: PyTorch's view keeps its base (and so a second reference to the
 // storage) alive, so e.g. a tied weight's transposed lm_head gradient is added out of place.
 bool can_accumulate_inplace(const Tensor& v) {
-  return !v.impl()->is_view && v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.storage() && v.storage().use_count() == 1;
+  return !v.impl()->is_view && v.is_non_overlapping_and_dense() && v.use_count() == 1 && v.storage() &&
+         v.storage().use_count() == 1;
 }
 
 void accumulate_into(Tensor& slot, Tensor&& var) {

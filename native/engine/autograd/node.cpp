@@ -106,9 +106,7 @@ bool obeys_layout_contract(const Tensor& grad, const Tensor& variable) {
   return grad.is_contiguous();
 }
 
-AccumulateGrad::AccumulateGrad(const Tensor& v) : Node(UINT64_MAX), variable(v.impl_ptr()) {
-  add_input_metadata(v);
-}
+AccumulateGrad::AccumulateGrad(const Tensor& v) : Node(UINT64_MAX), variable(v.impl_ptr()) { add_input_metadata(v); }
 
 TensorList AccumulateGrad::apply(TensorList& grads) {
   if (grads.empty() || !grads[0].defined()) return {};

@@ -14,25 +14,42 @@
 namespace vramlab::engine {
 
 enum class UnaryOp : uint8_t {
-  Copy, Neg, Relu, Gelu, GeluTanh, Sqrt, Exp, Log, Abs, Square, Reciprocal,
-  AddScalar, MulScalar, DivScalar, RSubScalar, PowScalar, Silu, Rsqrt
+  Copy,
+  Neg,
+  Relu,
+  Gelu,
+  GeluTanh,
+  Sqrt,
+  Exp,
+  Log,
+  Abs,
+  Square,
+  Reciprocal,
+  AddScalar,
+  MulScalar,
+  DivScalar,
+  RSubScalar,
+  PowScalar,
+  Silu,
+  Rsqrt
 };
 enum class BinaryOp : uint8_t {
-  Add,                // a + s*b
-  Sub,                // a - s*b
-  Mul, Div,
+  Add,  // a + s*b
+  Sub,  // a - s*b
+  Mul,
+  Div,
   ThresholdBackward,  // b > 0 ? a : 0   (a = grad, b = relu result)
   GeluBackward,       // a * gelu'(b)    (a = grad, b = input)
   GeluTanhBackward,
-  SqDiff,             // (a-b)^2
-  Lerp,               // a + s*(b-a)
+  SqDiff,  // (a-b)^2
+  Lerp,    // a + s*(b-a)
   Maximum,
-  SiluBackward        // a * silu'(b)    (a = grad, b = input)
+  SiluBackward  // a * silu'(b)    (a = grad, b = input)
 };
 enum class TernaryOp : uint8_t {
-  Addcmul,      // a + s*b*c
-  Addcdiv,      // a + s*b/c
-  MseBackward   // s*(a-b)*c        (a = input, b = target, c = grad)
+  Addcmul,     // a + s*b*c
+  Addcdiv,     // a + s*b/c
+  MseBackward  // s*(a-b)*c        (a = input, b = target, c = grad)
 };
 
 const char* unary_op_name(UnaryOp op);
@@ -98,7 +115,7 @@ class Backend {
   virtual void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                   const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, bool causal, double scale);
-  virtual void arange(const Tensor& out, double start);           // out[i] = start + i (1-D)
+  virtual void arange(const Tensor& out, double start);  // out[i] = start + i (1-D)
   // Rotary tables (T, D/2): angle[t, i] = t / theta^(2i/D); cos and sin of it.
   virtual void rope_tables(const Tensor& cos, const Tensor& sin, double theta);
   virtual void argmax_last(const Tensor& out, const Tensor& in);  // int64 index of each row's max

@@ -16,22 +16,60 @@ namespace {
 
 double load(const uint8_t* p, DType t) {
   switch (t) {
-    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
-    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
-    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+    case DType::Float32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::Float64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::Float16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return half_to_float(v);
+    }
+    case DType::BFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_float(v);
+    }
+    case DType::Int64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
   }
   return 0;
 }
 
 void store(uint8_t* p, DType t, double x) {
   switch (t) {
-    case DType::Float32: { float v = float(x); std::memcpy(p, &v, 4); break; }
-    case DType::Float64: std::memcpy(p, &x, 8); break;
-    case DType::Float16: { uint16_t v = float_to_half(float(x)); std::memcpy(p, &v, 2); break; }
-    case DType::BFloat16: { uint16_t v = float_to_bf16(float(x)); std::memcpy(p, &v, 2); break; }
-    case DType::Int64: { int64_t v = int64_t(x); std::memcpy(p, &v, 8); break; }
+    case DType::Float32: {
+      float v = float(x);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case DType::Float64:
+      std::memcpy(p, &x, 8);
+      break;
+    case DType::Float16: {
+      uint16_t v = float_to_half(float(x));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case DType::BFloat16: {
+      uint16_t v = float_to_bf16(float(x));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case DType::Int64: {
+      int64_t v = int64_t(x);
+      std::memcpy(p, &v, 8);
+      break;
+    }
   }
 }
 
@@ -41,8 +79,7 @@ struct View {
   size_t item;
   const Shape* strides;
   explicit View(const Tensor& t)
-      : base(static_cast<uint8_t*>(t.data_ptr())), dtype(t.dtype()), item(itemsize(t.dtype())),
-        strides(&t.strides()) {
+      : base(static_cast<uint8_t*>(t.data_ptr())), dtype(t.dtype()), item(itemsize(t.dtype())), strides(&t.strides()) {
     if (!base && t.numel() > 0) throw std::logic_error("cpu kernel on a tensor without data");
   }
   View(uint8_t* b, DType d, size_t i, const Shape* st) : base(b), dtype(d), item(i), strides(st) {}
@@ -109,15 +146,13 @@ class CpuBackend : public Backend {
   void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double s) override {
     View o(out), x(a), y(b);
     for_each_index(out.sizes(), {&o, &x, &y},
-                      [&](auto off) { o.set(off[0], apply_binary(op, x.get(off[1]), y.get(off[2]), s)); });
+                   [&](auto off) { o.set(off[0], apply_binary(op, x.get(off[1]), y.get(off[2]), s)); });
   }
 
-  void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
-               double s) override {
+  void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, double s) override {
     View o(out), x(a), y(b), z(c);
-    for_each_index(out.sizes(), {&o, &x, &y, &z}, [&](auto off) {
-      o.set(off[0], apply_ternary(op, x.get(off[1]), y.get(off[2]), z.get(off[3]), s));
-    });
+    for_each_index(out.sizes(), {&o, &x, &y, &z},
+                   [&](auto off) { o.set(off[0], apply_ternary(op, x.get(off[1]), y.get(off[2]), z.get(off[3]), s)); });
   }
 
   void sum_reduce(const Tensor& out, const Tensor& in) override {
@@ -207,14 +242,15 @@ class CpuBackend : public Backend {
     }
   }
 
-
   // ---- transformer kernels (reference: plain loops in double) ----
   void index_select_rows(const Tensor& out, const Tensor& weight, const Tensor& indices) override {
     View o(out), w(weight), ix(indices);
     const int64_t n = indices.numel(), c = weight.size(1);
     for (int64_t i = 0; i < n; ++i) {
       int64_t r = int64_t(ix.get(i * (indices.dim() ? indices.strides().back() : 0)));
-      if (r < 0 || r >= weight.size(0)) throw std::out_of_range("index " + std::to_string(r) + " is out of bounds for dimension 0 with size " + std::to_string(weight.size(0)));
+      if (r < 0 || r >= weight.size(0))
+        throw std::out_of_range("index " + std::to_string(r) + " is out of bounds for dimension 0 with size " +
+                                std::to_string(weight.size(0)));
       for (int64_t j = 0; j < c; ++j)
         o.set(i * out.strides()[0] + j * out.strides()[1], w.get(r * weight.strides()[0] + j * weight.strides()[1]));
     }

@@ -32,50 +32,82 @@ inline double silu_grad(double x) {
 
 inline double apply_unary(UnaryOp op, double a, double s) {
   switch (op) {
-    case UnaryOp::Copy: return a;
-    case UnaryOp::Neg: return -a;
-    case UnaryOp::Relu: return a > 0 ? a : 0.0;
-    case UnaryOp::Gelu: return gelu_exact(a);
-    case UnaryOp::GeluTanh: return gelu_tanh(a);
-    case UnaryOp::Sqrt: return std::sqrt(a);
-    case UnaryOp::Exp: return std::exp(a);
-    case UnaryOp::Log: return std::log(a);
-    case UnaryOp::Abs: return std::fabs(a);
-    case UnaryOp::Square: return a * a;
-    case UnaryOp::Reciprocal: return 1.0 / a;
-    case UnaryOp::AddScalar: return a + s;
-    case UnaryOp::MulScalar: return a * s;
-    case UnaryOp::DivScalar: return a / s;
-    case UnaryOp::RSubScalar: return s - a;
-    case UnaryOp::PowScalar: return std::pow(a, s);
-    case UnaryOp::Silu: return silu(a);
-    case UnaryOp::Rsqrt: return 1.0 / std::sqrt(a);
+    case UnaryOp::Copy:
+      return a;
+    case UnaryOp::Neg:
+      return -a;
+    case UnaryOp::Relu:
+      return a > 0 ? a : 0.0;
+    case UnaryOp::Gelu:
+      return gelu_exact(a);
+    case UnaryOp::GeluTanh:
+      return gelu_tanh(a);
+    case UnaryOp::Sqrt:
+      return std::sqrt(a);
+    case UnaryOp::Exp:
+      return std::exp(a);
+    case UnaryOp::Log:
+      return std::log(a);
+    case UnaryOp::Abs:
+      return std::fabs(a);
+    case UnaryOp::Square:
+      return a * a;
+    case UnaryOp::Reciprocal:
+      return 1.0 / a;
+    case UnaryOp::AddScalar:
+      return a + s;
+    case UnaryOp::MulScalar:
+      return a * s;
+    case UnaryOp::DivScalar:
+      return a / s;
+    case UnaryOp::RSubScalar:
+      return s - a;
+    case UnaryOp::PowScalar:
+      return std::pow(a, s);
+    case UnaryOp::Silu:
+      return silu(a);
+    case UnaryOp::Rsqrt:
+      return 1.0 / std::sqrt(a);
   }
   return a;
 }
 
 inline double apply_binary(BinaryOp op, double a, double b, double s) {
   switch (op) {
-    case BinaryOp::Add: return a + s * b;
-    case BinaryOp::Sub: return a - s * b;
-    case BinaryOp::Mul: return a * b;
-    case BinaryOp::Div: return a / b;
-    case BinaryOp::ThresholdBackward: return b > 0 ? a : 0.0;
-    case BinaryOp::GeluBackward: return a * gelu_exact_grad(b);
-    case BinaryOp::GeluTanhBackward: return a * gelu_tanh_grad(b);
-    case BinaryOp::SqDiff: return (a - b) * (a - b);
-    case BinaryOp::Lerp: return a + s * (b - a);
-    case BinaryOp::Maximum: return a > b ? a : b;
-    case BinaryOp::SiluBackward: return a * silu_grad(b);
+    case BinaryOp::Add:
+      return a + s * b;
+    case BinaryOp::Sub:
+      return a - s * b;
+    case BinaryOp::Mul:
+      return a * b;
+    case BinaryOp::Div:
+      return a / b;
+    case BinaryOp::ThresholdBackward:
+      return b > 0 ? a : 0.0;
+    case BinaryOp::GeluBackward:
+      return a * gelu_exact_grad(b);
+    case BinaryOp::GeluTanhBackward:
+      return a * gelu_tanh_grad(b);
+    case BinaryOp::SqDiff:
+      return (a - b) * (a - b);
+    case BinaryOp::Lerp:
+      return a + s * (b - a);
+    case BinaryOp::Maximum:
+      return a > b ? a : b;
+    case BinaryOp::SiluBackward:
+      return a * silu_grad(b);
   }
   return a;
 }
 
 inline double apply_ternary(TernaryOp op, double a, double b, double c, double s) {
   switch (op) {
-    case TernaryOp::Addcmul: return a + s * b * c;
-    case TernaryOp::Addcdiv: return a + s * b / c;
-    case TernaryOp::MseBackward: return s * (a - b) * c;
+    case TernaryOp::Addcmul:
+      return a + s * b * c;
+    case TernaryOp::Addcdiv:
+      return a + s * b / c;
+    case TernaryOp::MseBackward:
+      return s * (a - b) * c;
   }
   return a;
 }

@@ -47,9 +47,12 @@ class SimBackend : public Backend {
   void gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias, bool tf32) override {
     double flops = 2.0 * double(a.size(0)) * double(a.size(1)) * double(b.size(1));
     double tflops = info_.fp32_tflops;
-    if (a.dtype() == DType::Float16 || a.dtype() == DType::BFloat16) tflops = info_.bf16_tflops;
-    else if (a.dtype() == DType::Float32 && tf32) tflops = info_.bf16_tflops / 2;  // TF32 tensor cores
-    else if (a.dtype() == DType::Float64) tflops = info_.fp32_tflops / 2;
+    if (a.dtype() == DType::Float16 || a.dtype() == DType::BFloat16)
+      tflops = info_.bf16_tflops;
+    else if (a.dtype() == DType::Float32 && tf32)
+      tflops = info_.bf16_tflops / 2;  // TF32 tensor cores
+    else if (a.dtype() == DType::Float64)
+      tflops = info_.fp32_tflops / 2;
     double compute = flops / (std::max(tflops, 1e-3) * 1e12 * kGemmEfficiency);
     double bytes = touched_bytes(out) + touched_bytes(a) + touched_bytes(b) + (bias ? touched_bytes(*bias) : 0);
     time_s_ += std::max(compute, bytes / bandwidth()) + kLaunchOverheadS;
@@ -96,7 +99,9 @@ class SimBackend : public Backend {
                        touched_bytes(dq) + touched_bytes(dk) + touched_bytes(dv));
   }
   void arange(const Tensor& out, double) override { mem(touched_bytes(out)); }
-  void rope_tables(const Tensor& cos, const Tensor& sin, double) override { mem(touched_bytes(cos) + touched_bytes(sin)); }
+  void rope_tables(const Tensor& cos, const Tensor& sin, double) override {
+    mem(touched_bytes(cos) + touched_bytes(sin));
+  }
   void argmax_last(const Tensor& out, const Tensor& in) override { mem(touched_bytes(out) + touched_bytes(in)); }
 
   double item(const Tensor&) override {

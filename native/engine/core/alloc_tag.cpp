@@ -8,26 +8,37 @@ namespace vramlab::engine {
 
 const char* category_name(Category c) {
   switch (c) {
-    case Category::Parameter: return "parameter";
-    case Category::Gradient: return "gradient";
-    case Category::OptimizerState: return "optimizer_state";
-    case Category::Activation: return "activation";
-    case Category::Temporary: return "temporary";
-    case Category::Input: return "input";
-    case Category::Workspace: return "workspace";
-    case Category::Other: return "other";
-    case Category::Attention: return "attention";
-    case Category::Mlp: return "mlp";
-    case Category::Norm: return "norm";
-    case Category::Logits: return "logits";
-    case Category::KvCache: return "kv_cache";
+    case Category::Parameter:
+      return "parameter";
+    case Category::Gradient:
+      return "gradient";
+    case Category::OptimizerState:
+      return "optimizer_state";
+    case Category::Activation:
+      return "activation";
+    case Category::Temporary:
+      return "temporary";
+    case Category::Input:
+      return "input";
+    case Category::Workspace:
+      return "workspace";
+    case Category::Other:
+      return "other";
+    case Category::Attention:
+      return "attention";
+    case Category::Mlp:
+      return "mlp";
+    case Category::Norm:
+      return "norm";
+    case Category::Logits:
+      return "logits";
+    case Category::KvCache:
+      return "kv_cache";
   }
   return "other";
 }
 
-std::string TagInfo::label() const {
-  return std::string(category_name(category)) + "|" + op + "|" + module_path;
-}
+std::string TagInfo::label() const { return std::string(category_name(category)) + "|" + op + "|" + module_path; }
 
 namespace {
 
@@ -36,7 +47,7 @@ struct Tables {
   std::vector<std::string> paths{""};
   std::unordered_map<std::string, uint32_t> path_ids{{"", 0}};
   std::vector<TagInfo> tags{TagInfo{}};
-  std::unordered_map<uint64_t, TagId> tag_ids;      // key: category | path | op id
+  std::unordered_map<uint64_t, TagId> tag_ids;       // key: category | path | op id
   std::unordered_map<std::string, uint32_t> op_ids;  // op name -> small id
 };
 

@@ -12,8 +12,19 @@ namespace vramlab::engine {
 // logits and loss), since that is where users look first; the KV cache of generation
 // is its own category.
 enum class Category : uint8_t {
-  Parameter, Gradient, OptimizerState, Activation, Temporary, Input, Workspace, Other,
-  Attention, Mlp, Norm, Logits, KvCache
+  Parameter,
+  Gradient,
+  OptimizerState,
+  Activation,
+  Temporary,
+  Input,
+  Workspace,
+  Other,
+  Attention,
+  Mlp,
+  Norm,
+  Logits,
+  KvCache
 };
 constexpr int kNumCategories = 13;
 const char* category_name(Category c);
@@ -22,8 +33,8 @@ using TagId = uint32_t;  // 0 = untagged
 
 struct TagInfo {
   Category category = Category::Other;
-  std::string module_path;  // "layers.3.net.0"
-  std::string op;           // "addmm"
+  std::string module_path;    // "layers.3.net.0"
+  std::string op;             // "addmm"
   std::string label() const;  // "activation|addmm|layers.3.net.0"
 };
 

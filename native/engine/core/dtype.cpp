@@ -7,11 +7,16 @@ namespace vramlab::engine {
 
 size_t itemsize(DType t) {
   switch (t) {
-    case DType::Float32: return 4;
-    case DType::Float16: return 2;
-    case DType::BFloat16: return 2;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
+    case DType::Float32:
+      return 4;
+    case DType::Float16:
+      return 2;
+    case DType::BFloat16:
+      return 2;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
   }
   return 4;
 }
@@ -20,11 +25,16 @@ bool is_floating(DType t) { return t != DType::Int64; }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
+    case DType::Float32:
+      return "float32";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
   }
   return "?";
 }
@@ -32,11 +42,21 @@ const char* dtype_name(DType t) {
 std::string torch_type_name(DType t, bool on_device) {
   const char* base = "FloatTensor";
   switch (t) {
-    case DType::Float32: base = "FloatTensor"; break;
-    case DType::Float16: base = "HalfTensor"; break;
-    case DType::BFloat16: base = "BFloat16Tensor"; break;
-    case DType::Float64: base = "DoubleTensor"; break;
-    case DType::Int64: base = "LongTensor"; break;
+    case DType::Float32:
+      base = "FloatTensor";
+      break;
+    case DType::Float16:
+      base = "HalfTensor";
+      break;
+    case DType::BFloat16:
+      base = "BFloat16Tensor";
+      break;
+    case DType::Float64:
+      base = "DoubleTensor";
+      break;
+    case DType::Int64:
+      base = "LongTensor";
+      break;
   }
   return std::string(on_device ? "torch.cuda." : "torch.") + base;
 }
@@ -95,7 +115,10 @@ float half_to_float(uint16_t h) {
       x = sign;
     } else {
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) { mant <<= 1; --exp; }
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
       x = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
     }
   } else if (exp == 31) {

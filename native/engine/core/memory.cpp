@@ -3,8 +3,8 @@
 namespace vramlab::engine {
 
 std::string MemoryBackend::memory_summary() const {
-  return "allocated " + std::to_string(memory_allocated()) + " B, peak " +
-         std::to_string(max_memory_allocated()) + " B, reserved " + std::to_string(memory_reserved()) + " B\n";
+  return "allocated " + std::to_string(memory_allocated()) + " B, peak " + std::to_string(max_memory_allocated()) +
+         " B, reserved " + std::to_string(memory_reserved()) + " B\n";
 }
 
 MemBlock RoundingMemory::allocate(size_t bytes, TagId) {

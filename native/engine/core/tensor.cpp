@@ -88,7 +88,6 @@ Tensor& Tensor::requires_grad_(bool r) {
   return *this;
 }
 
-
 std::string Tensor::shape_string() const { return shape_str(impl_->sizes); }
 
 std::string Tensor::type_string() const {
@@ -102,8 +101,9 @@ Tensor make_tensor(const Shape& sizes, DType dtype, const char* op) {
 
 Tensor make_tensor(const Shape& sizes, DType dtype, const char* op, Category category) {
   for (auto s : sizes)
-    if (s < 0) throw std::invalid_argument("Trying to create tensor with negative dimension " + std::to_string(s) +
-                                           ": " + shape_str(sizes));
+    if (s < 0)
+      throw std::invalid_argument("Trying to create tensor with negative dimension " + std::to_string(s) + ": " +
+                                  shape_str(sizes));
   auto& ctx = current_context();
   auto impl = std::make_shared<TensorImpl>();
   impl->sizes = sizes;
@@ -128,8 +128,7 @@ Tensor make_view(const Tensor& base, const Shape& sizes, const Shape& strides, i
 
 double Tensor::item() const {
   if (numel() != 1)
-    throw std::invalid_argument("a Tensor with " + std::to_string(numel()) +
-                                " elements cannot be converted to Scalar");
+    throw std::invalid_argument("a Tensor with " + std::to_string(numel()) + " elements cannot be converted to Scalar");
   return impl_->storage->ctx->backend().item(*this);
 }
 

@@ -88,10 +88,12 @@ void check_run_spec(const RunSpec& spec) {
   ContextGuard guard(*s.ctx);
   auto model = build_for(spec);
   if (spec.mode == "generate" && !model->can_generate())
-    throw std::invalid_argument("mode \"generate\" needs a transformer family; " + spec.model.kind + " has no KV cache");
+    throw std::invalid_argument("mode \"generate\" needs a transformer family; " + spec.model.kind +
+                                " has no KV cache");
 }
 
-RunResult run_experiment(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event) {
+RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
+                         std::function<void(const EngineEvent&)> on_event) {
   check_values(spec);
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
   EngineContext& ctx = *s.ctx;
@@ -125,10 +127,14 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options, std::fu
   m.read("params", m.allocated());
 
   const double t0 = ctx.modeled_time_s();
-  if (spec.mode == "generate") run_generate(m, *model);
-  else if (spec.mode == "inference") run_inference(m, *model);
-  else if (spec.mode == "loss_accumulation") run_loss_accumulation(m, *model);
-  else if (spec.mode == "train") run_train(m, *model);
+  if (spec.mode == "generate")
+    run_generate(m, *model);
+  else if (spec.mode == "inference")
+    run_inference(m, *model);
+  else if (spec.mode == "loss_accumulation")
+    run_loss_accumulation(m, *model);
+  else if (spec.mode == "train")
+    run_train(m, *model);
   else
     throw std::invalid_argument("unknown mode \"" + spec.mode +
                                 "\" (expected train, inference, loss_accumulation or generate)");

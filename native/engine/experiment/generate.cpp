@@ -19,8 +19,7 @@ Tensor last_position(const Tensor& l) {
 
 void run_generate(Measure& m, Model& model) {
   const RunSpec& spec = m.spec;
-  if (!model.can_generate())
-    throw std::invalid_argument("mode \"generate\" needs a transformer family (gpt or llama)");
+  if (!model.can_generate()) throw std::invalid_argument("mode \"generate\" needs a transformer family (gpt or llama)");
   if (spec.prompt < 1 || spec.new_tokens < 1)
     throw std::invalid_argument("generate needs prompt >= 1 and new_tokens >= 1");
   Tensor idx;

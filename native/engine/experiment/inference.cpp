@@ -40,8 +40,10 @@ void run_loss_accumulation(Measure& m, Model& model) {
       CategoryScope cs(Category::Logits);
       loss = model.loss(m.forward(model, b.input), b, m.spec.loss);  // loss = loss_of(fwd())
     }
-    if (keep) total = add(total, loss);
-    else if (m.ctx.backend().has_data()) (void)loss.item();  // total += loss.item()
+    if (keep)
+      total = add(total, loss);
+    else if (m.ctx.backend().has_data())
+      (void)loss.item();  // total += loss.item()
   }
   loss.reset();
   m.read("after_loop", m.allocated());

@@ -84,8 +84,10 @@ void run_train(Measure& m, Model& model) {
     ctx.phase(false, "optimizer_step", i);
     m.read(p + "peak_step", m.peak());
     ctx.phase(true, "zero_grad", i);
-    if (opt) opt->zero_grad(spec.set_to_none);
-    else model.zero_grad(spec.set_to_none);
+    if (opt)
+      opt->zero_grad(spec.set_to_none);
+    else
+      model.zero_grad(spec.set_to_none);
     ctx.phase(false, "zero_grad", i);
     m.read(p + "after_zero_grad", m.allocated());
     if (spec.empty_cache_every > 0 && (i + 1) % spec.empty_cache_every == 0) m.mem.empty_cache();

@@ -167,8 +167,8 @@ class Gpt : public Model {
   Tensor forward(const Tensor& idx) override {
     const int64_t T = idx.size(1);
     if (T > T_)
-      throw std::invalid_argument("gpt: sequence of " + std::to_string(T) + " tokens is longer than the position table (seq " +
-                                  std::to_string(T_) + ")");
+      throw std::invalid_argument("gpt: sequence of " + std::to_string(T) +
+                                  " tokens is longer than the position table (seq " + std::to_string(T_) + ")");
     Tensor pos = arange(0, T);
     Tensor x;
     {

@@ -160,8 +160,13 @@ class LlamaBlock : public Module {
 class Llama : public Model {
  public:
   explicit Llama(const KindArgs& a)
-      : V_(a.i("vocab")), T_(a.i("seq")), C_(a.i("dim")), L_(a.i("depth")), H_(a.i("heads")),
-        KV_(a.i("kv_heads")), FF_(a.i("ffn")) {
+      : V_(a.i("vocab")),
+        T_(a.i("seq")),
+        C_(a.i("dim")),
+        L_(a.i("depth")),
+        H_(a.i("heads")),
+        KV_(a.i("kv_heads")),
+        FF_(a.i("ffn")) {
     if (C_ % H_ != 0)
       throw std::invalid_argument("llama: dim (" + std::to_string(C_) + ") must be divisible by heads (" +
                                   std::to_string(H_) + ")");
@@ -198,10 +203,11 @@ class Llama : public Model {
     const int64_t T = idx.size(1);
     check_len(T);
     Tensor x = (*tok_)(idx);
-    x = run_blocks(
-        size_t(L_), x, checkpoint_,
-        [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) { return blocks_[i]->forward3(h, ex[0], ex[1]); },
-        {cos_.slice(0, 0, T), sin_.slice(0, 0, T)});
+    x = run_blocks(size_t(L_), x, checkpoint_,
+                   [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
+                     return blocks_[i]->forward3(h, ex[0], ex[1]);
+                   },
+                   {cos_.slice(0, 0, T), sin_.slice(0, 0, T)});
     Tensor h;
     {
       CategoryScope cs(Category::Norm);

@@ -12,9 +12,9 @@
 namespace vramlab::engine {
 
 ResidualBlock::ResidualBlock(int64_t dim, DType dtype) {
-  net_ = std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
-      std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>(),
-      std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>()});
+  net_ = std::make_shared<Sequential>(
+      std::vector<std::shared_ptr<Module>>{std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>(),
+                                           std::make_shared<Linear>(dim, dim, true, dtype), std::make_shared<ReLU>()});
   register_module("net", net_);
 }
 
@@ -34,8 +34,9 @@ CheckpointedSequential::CheckpointedSequential(std::shared_ptr<Sequential> block
 }
 
 Tensor CheckpointedSequential::forward(const Tensor& x) {
-  return run_blocks(children_.size(), x, ckpt_,
-                    [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*children_[i].second)(h); });
+  return run_blocks(children_.size(), x, ckpt_, [this](size_t i, const Tensor& h, const std::vector<Tensor>&) {
+    return (*children_[i].second)(h);
+  });
 }
 
 namespace {
@@ -48,11 +49,14 @@ class Residual : public Model {
   }
   std::string type_name() const override { return "residual"; }
   Tensor forward(const Tensor& x) override {
-    return run_blocks(children_.size(), x, checkpoint_,
-                      [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*children_[i].second)(h); });
+    return run_blocks(children_.size(), x, checkpoint_, [this](size_t i, const Tensor& h, const std::vector<Tensor>&) {
+      return (*children_[i].second)(h);
+    });
   }
   Tensor make_input(int64_t batch, int64_t) override { return randn({batch, dim_}); }
-  Tensor make_target(int64_t batch, int64_t, const std::string& loss) override { return stack_target(batch, dim_, loss); }
+  Tensor make_target(int64_t batch, int64_t, const std::string& loss) override {
+    return stack_target(batch, dim_, loss);
+  }
   Tensor loss(const Tensor& y, const Batch& b, const std::string& loss) override { return stack_loss(y, b, loss); }
   int64_t num_blocks() const override { return int64_t(children_.size()); }
 

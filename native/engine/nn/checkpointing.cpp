@@ -11,8 +11,11 @@ std::vector<std::pair<size_t, size_t>> checkpoint_segments(size_t depth, const C
   std::vector<std::pair<size_t, size_t>> segs;
   size_t per = 1;
   switch (c.mode) {
-    case CheckpointSpec::Mode::None: return segs;
-    case CheckpointSpec::Mode::Block: per = 1; break;
+    case CheckpointSpec::Mode::None:
+      return segs;
+    case CheckpointSpec::Mode::Block:
+      per = 1;
+      break;
     case CheckpointSpec::Mode::Every:
       if (c.every < 1) throw std::invalid_argument("checkpoint every k needs k >= 1");
       per = size_t(c.every);

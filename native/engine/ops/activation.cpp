@@ -27,8 +27,7 @@ struct GeluBackward0 : Node {
 };
 
 void check_float(const Tensor& a, const char* op) {
-  if (!is_floating(a.dtype()))
-    throw std::invalid_argument(std::string("\"") + op + "\" not implemented for 'Long'");
+  if (!is_floating(a.dtype())) throw std::invalid_argument(std::string("\"") + op + "\" not implemented for 'Long'");
 }
 
 }  // namespace
@@ -81,8 +80,8 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, double) {
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approximation) {
   Shape shape = broadcast_shapes(grad.sizes(), self.sizes());
   Tensor out = make_tensor(shape, promote_types(grad.dtype(), self.dtype()), "gelu_backward");
-  be().binary(tanh_approximation ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, out,
-              expand_to(grad, shape), expand_to(self, shape), 0.0);
+  be().binary(tanh_approximation ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, out, expand_to(grad, shape),
+              expand_to(self, shape), 0.0);
   return out;
 }
 

@@ -71,10 +71,10 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
   };
   auto efficient_ok = [&] {
     const int64_t align = half ? 8 : 4;  // minimum_gemm_alignment (elements)
-    bool aligned = q.storage_offset() % align == 0 && k.storage_offset() % align == 0 &&
-                   v.storage_offset() % align == 0;
-    return dq == dk && dq % align == 0 && dv % align == 0 && aligned && q.strides()[3] == 1 &&
-           k.strides()[3] == 1 && v.strides()[3] == 1;
+    bool aligned =
+        q.storage_offset() % align == 0 && k.storage_offset() % align == 0 && v.storage_offset() % align == 0;
+    return dq == dk && dq % align == 0 && dv % align == 0 && aligned && q.strides()[3] == 1 && k.strides()[3] == 1 &&
+           v.strides()[3] == 1;
   };
   const bool prefer_cudnn = cc == 90 || cc == 100;
   if (prefer_cudnn && cudnn_ok()) return SdpaBackend::Cudnn;
@@ -206,8 +206,8 @@ Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     Tensor lse_accum, out_accum;
     if (!need_lse) {
       const int64_t block_n = D <= 64 ? 256 : D <= 128 ? 128 : 64;
-      int64_t splits = flash_num_splits(B * H * ceil_div(S, 64), int64_t(current_context().sm_count()) * 2,
-                                        ceil_div(Sk, block_n));
+      int64_t splits =
+          flash_num_splits(B * H * ceil_div(S, 64), int64_t(current_context().sm_count()) * 2, ceil_div(Sk, block_n));
       if (splits > 1) {
         const int64_t d_rounded = D <= 192 ? round_up(D, 32) : 256;
         lse_accum = make_tensor({splits, B, H, S}, DType::Float32, "_flash_attention_forward");
@@ -309,8 +309,7 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
   }
 };
 
-Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale,
-                         bool need_lse) {
+Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
   auto n = need_lse ? make_node<ScaledDotProductEfficientAttentionBackward0>({&q, &k, &v}) : nullptr;
   const int64_t B = q.size(0), H = q.size(1), M = q.size(2), Kv = v.size(3);
   Tensor res = make_tensor({B, M, H, Kv}, q.dtype(), "_efficient_attention_forward");
@@ -343,9 +342,12 @@ Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool
 
 const char* sdpa_backend_name(SdpaBackend b) {
   switch (b) {
-    case SdpaBackend::Cudnn: return "cudnn";
-    case SdpaBackend::Flash: return "flash";
-    case SdpaBackend::Efficient: return "efficient";
+    case SdpaBackend::Cudnn:
+      return "cudnn";
+    case SdpaBackend::Flash:
+      return "flash";
+    case SdpaBackend::Efficient:
+      return "efficient";
   }
   return "?";
 }
@@ -362,8 +364,9 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     throw std::invalid_argument("scaled_dot_product_attention: this engine takes (batch, heads, seq, head_dim) inputs");
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
     throw std::invalid_argument(std::string("Expected query, key, and value to have the same dtype, but got "
-                                            "query.dtype: ") + dtype_name(q.dtype()) + " key.dtype: " +
-                                dtype_name(k.dtype()) + " and value.dtype: " + dtype_name(v.dtype()) + " instead.");
+                                            "query.dtype: ") +
+                                dtype_name(q.dtype()) + " key.dtype: " + dtype_name(k.dtype()) +
+                                " and value.dtype: " + dtype_name(v.dtype()) + " instead.");
   if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || k.size(2) != v.size(2) || q.size(3) != k.size(3))
     throw std::invalid_argument("scaled_dot_product_attention: query " + q.shape_string() + ", key " +
                                 k.shape_string() + " and value " + v.shape_string() + " do not match");
@@ -376,9 +379,12 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   const SdpaBackend backend = select_backend(q, k, v, is_causal);
   current_context().last_sdpa_backend = sdpa_backend_name(backend);
   switch (backend) {
-    case SdpaBackend::Cudnn: return cudnn_forward(q, k, v, is_causal, scale, need_lse);
-    case SdpaBackend::Flash: return flash_forward(q, k, v, is_causal, scale, need_lse);
-    case SdpaBackend::Efficient: return efficient_forward(q, k, v, is_causal, scale, need_lse);
+    case SdpaBackend::Cudnn:
+      return cudnn_forward(q, k, v, is_causal, scale, need_lse);
+    case SdpaBackend::Flash:
+      return flash_forward(q, k, v, is_causal, scale, need_lse);
+    case SdpaBackend::Efficient:
+      return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
   throw std::logic_error("unreachable");
 }

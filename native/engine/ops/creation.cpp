@@ -9,7 +9,10 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype) {
   // Storage spans the largest reachable element.
   int64_t span = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) { span = 0; break; }
+    if (sizes[i] == 0) {
+      span = 0;
+      break;
+    }
     span += (sizes[i] - 1) * strides[i];
   }
   Tensor t = make_tensor({span}, dtype, "empty_strided");

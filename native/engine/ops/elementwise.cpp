@@ -264,8 +264,8 @@ Tensor& add_(Tensor& a, const Tensor& b, double alpha) {
   check_inplace(a);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes());
   if (shape != a.sizes())
-    throw std::invalid_argument("output with shape " + a.shape_string() +
-                                " doesn't match the broadcast shape " + shape_str(shape));
+    throw std::invalid_argument("output with shape " + a.shape_string() + " doesn't match the broadcast shape " +
+                                shape_str(shape));
   auto n = make_node<AddBackward0>({&a, &b});
   if (n) n->alpha = alpha;
   be().binary(BinaryOp::Add, a, a, expand_to(b, shape), alpha);
@@ -289,8 +289,8 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
     throw std::runtime_error("mul_ with a tensor operand under autograd is not supported; use mul()");
   Shape shape = broadcast_shapes(a.sizes(), b.sizes());
   if (shape != a.sizes())
-    throw std::invalid_argument("output with shape " + a.shape_string() +
-                                " doesn't match the broadcast shape " + shape_str(shape));
+    throw std::invalid_argument("output with shape " + a.shape_string() + " doesn't match the broadcast shape " +
+                                shape_str(shape));
   be().binary(BinaryOp::Mul, a, a, expand_to(b, shape), 0.0);
   a.bump_version();
   return a;

@@ -73,7 +73,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (weight.dim() != 2) throw std::invalid_argument("'weight' must be 2-D");
   if (indices.dtype() != DType::Int64)
     throw std::invalid_argument(std::string("Expected tensor for argument #1 'indices' to have one of the following "
-                                            "scalar types: Long, Int; but got ") + dtype_name(indices.dtype()));
+                                            "scalar types: Long, Int; but got ") +
+                                dtype_name(indices.dtype()));
   auto n = make_node<EmbeddingBackward0>({&weight});
   if (n) {
     n->indices_ = SavedVariable(indices, false);

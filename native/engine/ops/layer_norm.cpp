@@ -29,8 +29,8 @@ struct NativeLayerNormBackward0 : Node {
     const bool need_w = has_weight && should_compute_output(1), need_b = has_bias && should_compute_output(2);
     if (need_w) r[1] = make_tensor(w.sizes(), w.dtype(), "native_layer_norm_backward");
     if (need_b) r[2] = make_tensor({n}, w.defined() ? w.dtype() : x.dtype(), "native_layer_norm_backward");
-    be().layer_norm_backward(r[0].defined() ? &r[0] : nullptr, need_w ? &r[1] : nullptr, need_b ? &r[2] : nullptr,
-                             dy, xc, mean, rstd, w.defined() ? &w : nullptr);
+    be().layer_norm_backward(r[0].defined() ? &r[0] : nullptr, need_w ? &r[1] : nullptr, need_b ? &r[2] : nullptr, dy,
+                             xc, mean, rstd, w.defined() ? &w : nullptr);
     auto& ctx = current_context();
     if ((need_w || need_b) && ctx.backend().models_cuda() && m > 64 * 1024 && n / 32 < ctx.sm_count() / 2) {
       // Partial sums per block of 32 rows (grid capped at 32768 blocks), then .sum(0).

@@ -99,16 +99,15 @@ Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction r) {
 
 Tensor log_softmax(const Tensor& a_in, int64_t dim) {
   // fp32_set_opt_dtype under autocast: log_softmax(x, dim, dtype=float) converts first.
-  Tensor a = autocast_active() && is_floating(a_in.dtype()) && a_in.dtype() != DType::Float64
-                 ? a_in.to(DType::Float32)
-                 : a_in;
+  Tensor a =
+      autocast_active() && is_floating(a_in.dtype()) && a_in.dtype() != DType::Float64 ? a_in.to(DType::Float32) : a_in;
   AutocastExcludeGuard ex;
   if (!is_floating(a.dtype())) throw std::invalid_argument("\"log_softmax\" not implemented for 'Long'");
   int64_t nd = a.dim();
   int64_t d = dim < 0 ? dim + nd : dim;
   if (nd != 2 || d != 1)
-    throw std::invalid_argument("log_softmax: this engine supports 2-D input over dim 1 (got " +
-                                std::to_string(nd) + "-D, dim " + std::to_string(dim) + ")");
+    throw std::invalid_argument("log_softmax: this engine supports 2-D input over dim 1 (got " + std::to_string(nd) +
+                                "-D, dim " + std::to_string(dim) + ")");
   auto n = make_node<LogSoftmaxBackward0>({&a});
   Tensor out = make_tensor(a.sizes(), a.dtype(), "_log_softmax");
   be().log_softmax(out, a.contiguous());

@@ -8,9 +8,7 @@ namespace vramlab::engine {
 
 namespace {
 
-bool is_column_major(const Shape& sizes, const Shape& strides) {
-  return strides[0] == 1 && strides[1] == sizes[0];
-}
+bool is_column_major(const Shape& sizes, const Shape& strides) { return strides[0] == 1 && strides[1] == sizes[0]; }
 
 Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const Shape& sizes, const Shape& strides) {
   if (is_column_major(sizes, strides)) return mm(mat2, grad.t()).t();
@@ -61,11 +59,16 @@ std::string dims(const Tensor& t) { return std::to_string(t.size(0)) + "x" + std
 
 const char* c10_type(DType t) {
   switch (t) {
-    case DType::Float32: return "float";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Float64: return "double";
-    case DType::Int64: return "long int";
+    case DType::Float32:
+      return "float";
+    case DType::Float16:
+      return "c10::Half";
+    case DType::BFloat16:
+      return "c10::BFloat16";
+    case DType::Float64:
+      return "double";
+    case DType::Int64:
+      return "long int";
   }
   return "?";
 }

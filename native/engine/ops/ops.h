@@ -38,8 +38,8 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim);
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim);  // views
 Tensor flatten(const Tensor& t, int64_t start, int64_t end);
 Tensor repeat_interleave(const Tensor& t, int64_t repeats, int64_t dim);
-Tensor arange(int64_t start, int64_t end);          // int64
-Tensor argmax(const Tensor& t, bool keepdim);        // over the last dim, int64
+Tensor arange(int64_t start, int64_t end);     // int64
+Tensor argmax(const Tensor& t, bool keepdim);  // over the last dim, int64
 
 // copies and casts (ops/copy.cpp)
 Tensor& copy_(Tensor& dst, const Tensor& src);  // broadcasting, dtype converting, in place
@@ -98,6 +98,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction r = R
 // helpers shared by op files
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op_desc = nullptr);
 Tensor expand_to(const Tensor& t, const Shape& shape);  // broadcast view, no autograd
-void check_inplace(const Tensor& t);  // leaf-requiring-grad error
+void check_inplace(const Tensor& t);                    // leaf-requiring-grad error
 
 }  // namespace vramlab::engine

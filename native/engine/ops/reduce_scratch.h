@@ -26,7 +26,7 @@ struct ReduceLaunch {
 };
 
 struct ReducePlanModel {
-  int64_t accumulation_bytes = 0;     // AccumulationBuffer, held across all launches
+  int64_t accumulation_bytes = 0;      // AccumulationBuffer, held across all launches
   std::vector<ReduceLaunch> launches;  // in launch order (one unless split for 32-bit indexing)
 };
 

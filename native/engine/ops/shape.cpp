@@ -67,8 +67,8 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim_in) {
   DType dt = ts[0].dtype();
   for (size_t i = 1; i < ts.size(); ++i) {
     if (ts[i].dim() != nd)
-      throw std::invalid_argument("Tensors must have same number of dimensions: got " + std::to_string(nd) +
-                                  " and " + std::to_string(ts[i].dim()));
+      throw std::invalid_argument("Tensors must have same number of dimensions: got " + std::to_string(nd) + " and " +
+                                  std::to_string(ts[i].dim()));
     for (int64_t d = 0; d < nd; ++d)
       if (d != dim && ts[i].size(d) != ts[0].size(d))
         throw std::invalid_argument("Sizes of tensors must match except in dimension " + std::to_string(dim) +

@@ -153,8 +153,9 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::t() const {
-  if (dim() > 2) throw std::invalid_argument("t() expects a tensor with <= 2 dimensions, but self is " +
-                                             std::to_string(dim()) + "D");
+  if (dim() > 2)
+    throw std::invalid_argument("t() expects a tensor with <= 2 dimensions, but self is " + std::to_string(dim()) +
+                                "D");
   if (dim() < 2) {
     Tensor out = make_view(*this, sizes(), strides(), storage_offset());
     if (auto n = make_node<TBackward0>({this})) set_history(out, n);

@@ -24,8 +24,10 @@ AdamOptions adamw_options(double lr, double weight_decay) {
 Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Optimizer(std::move(params)), o_(o) {
   if (o_.lr < 0) throw std::invalid_argument("Invalid learning rate: " + std::to_string(o_.lr));
   if (o_.eps < 0) throw std::invalid_argument("Invalid epsilon value: " + std::to_string(o_.eps));
-  if (o_.beta1 < 0 || o_.beta1 >= 1) throw std::invalid_argument("Invalid beta parameter at index 0: " + std::to_string(o_.beta1));
-  if (o_.beta2 < 0 || o_.beta2 >= 1) throw std::invalid_argument("Invalid beta parameter at index 1: " + std::to_string(o_.beta2));
+  if (o_.beta1 < 0 || o_.beta1 >= 1)
+    throw std::invalid_argument("Invalid beta parameter at index 0: " + std::to_string(o_.beta1));
+  if (o_.beta2 < 0 || o_.beta2 >= 1)
+    throw std::invalid_argument("Invalid beta parameter at index 1: " + std::to_string(o_.beta2));
   state_.resize(params_.size());
 }
 
@@ -33,7 +35,8 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
   const double b1 = o_.beta1, b2 = o_.beta2;
   std::vector<Tensor> grads;
   for (size_t i : idx) grads.push_back(params_[i].grad());
-  if (o_.maximize) for (auto& g : grads) g = neg(g);
+  if (o_.maximize)
+    for (auto& g : grads) g = neg(g);
   for (size_t i : idx) state_[i].step += 1;
   if (o_.weight_decay != 0) {
     if (o_.decoupled_weight_decay) {
@@ -144,8 +147,10 @@ void Adam::step() {
     auto& s = state_[i];
     s.step += 1;
     if (o_.weight_decay != 0) {
-      if (o_.decoupled_weight_decay) mul_(p, 1 - o_.lr * o_.weight_decay);
-      else g = add(g, p, o_.weight_decay);
+      if (o_.decoupled_weight_decay)
+        mul_(p, 1 - o_.lr * o_.weight_decay);
+      else
+        g = add(g, p, o_.weight_decay);
     }
     lerp_(s.exp_avg, g, 1 - b1);
     mul_(s.exp_avg_sq, b2);

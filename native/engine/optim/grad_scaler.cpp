@@ -32,7 +32,8 @@ Tensor GradScaler::scale(const Tensor& loss) {
 }
 
 void GradScaler::unscale_(Optimizer& opt) {
-  if (unscaled_) throw std::runtime_error("unscale_() has already been called on this optimizer since the last update().");
+  if (unscaled_)
+    throw std::runtime_error("unscale_() has already been called on this optimizer since the last update().");
   lazy_init();
   NoGradGuard ng;
   CategoryScope cs(Category::Temporary);

@@ -31,7 +31,8 @@ void SGD::step() {
   for (size_t i : idx) grads.push_back(params_[i].grad());
 
   if (o_.foreach) {
-    if (o_.maximize) for (auto& g : grads) g = neg(g);  // _foreach_neg: new list
+    if (o_.maximize)
+      for (auto& g : grads) g = neg(g);  // _foreach_neg: new list
     if (o_.weight_decay != 0) {
       if (o_.maximize) {
         for (size_t j = 0; j < idx.size(); ++j) add_(grads[j], params_[idx[j]], o_.weight_decay);

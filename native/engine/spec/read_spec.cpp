@@ -32,10 +32,14 @@ CheckpointSpec read_checkpoint(const SpecValue& v) {
     return c;
   }
   const std::string& s = v.as_string("spec.checkpoint");
-  if (s == "none") c.mode = CheckpointSpec::Mode::None;
-  else if (s == "block") c.mode = CheckpointSpec::Mode::Block;
-  else if (s == "sqrt") c.mode = CheckpointSpec::Mode::Sqrt;
-  else throw std::invalid_argument("spec.checkpoint must be \"none\", \"block\", \"sqrt\" or {\"every\": k}");
+  if (s == "none")
+    c.mode = CheckpointSpec::Mode::None;
+  else if (s == "block")
+    c.mode = CheckpointSpec::Mode::Block;
+  else if (s == "sqrt")
+    c.mode = CheckpointSpec::Mode::Sqrt;
+  else
+    throw std::invalid_argument("spec.checkpoint must be \"none\", \"block\", \"sqrt\" or {\"every\": k}");
   return c;
 }
 
@@ -122,12 +126,18 @@ RunOptions read_run_options(const SpecValue& v) {
   if (!v.is_object()) throw std::invalid_argument("options must be an object");
   for (auto& [k, f] : v.fields()) {
     const std::string p = "options." + k;
-    if (k == "backend") o.backend = f.as_string(p);
-    else if (k == "warmup") o.warmup = f.as_string(p);
-    else if (k == "grad_scaler") o.grad_scaler = f.as_bool(p);
-    else if (k == "sample_every") o.sample_every = f.as_int(p);
-    else if (k == "seed") o.seed = uint64_t(f.as_int(p));
-    else throw std::invalid_argument(p + " is not a run option (backend, warmup, grad_scaler, sample_every, seed)");
+    if (k == "backend")
+      o.backend = f.as_string(p);
+    else if (k == "warmup")
+      o.warmup = f.as_string(p);
+    else if (k == "grad_scaler")
+      o.grad_scaler = f.as_bool(p);
+    else if (k == "sample_every")
+      o.sample_every = f.as_int(p);
+    else if (k == "seed")
+      o.seed = uint64_t(f.as_int(p));
+    else
+      throw std::invalid_argument(p + " is not a run option (backend, warmup, grad_scaler, sample_every, seed)");
   }
   return o;
 }
@@ -165,7 +175,8 @@ SpecValue write_run_spec(const RunSpec& s) {
   } else {
     std::vector<SpecValue> sh;
     for (auto& e : s.shapes)
-      sh.push_back(SpecValue::object({{"batch", SpecValue::number(double(e.batch))}, {"seq", SpecValue::number(double(e.seq))}}));
+      sh.push_back(SpecValue::object(
+          {{"batch", SpecValue::number(double(e.batch))}, {"seq", SpecValue::number(double(e.seq))}}));
     f["shapes"] = SpecValue::array(std::move(sh));
   }
   f["prompt"] = SpecValue::number(double(s.prompt));
@@ -181,10 +192,15 @@ SpecValue write_run_spec(const RunSpec& s) {
 
 const char* checkpoint_label(const CheckpointSpec& c, std::string& buf) {
   switch (c.mode) {
-    case CheckpointSpec::Mode::None: return "none";
-    case CheckpointSpec::Mode::Block: return "block";
-    case CheckpointSpec::Mode::Sqrt: return "sqrt";
-    case CheckpointSpec::Mode::Every: buf = "every:" + std::to_string(c.every); return buf.c_str();
+    case CheckpointSpec::Mode::None:
+      return "none";
+    case CheckpointSpec::Mode::Block:
+      return "block";
+    case CheckpointSpec::Mode::Sqrt:
+      return "sqrt";
+    case CheckpointSpec::Mode::Every:
+      buf = "every:" + std::to_string(c.every);
+      return buf.c_str();
   }
   return "none";
 }

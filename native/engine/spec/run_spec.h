@@ -54,26 +54,26 @@ struct RunSpec {
   std::string weights;    // fp32 | bf16 | fp16 (parameter storage)
   KindArgs optimizer;
   bool set_to_none = true;
-  std::string mode;       // train | inference | loss_accumulation | generate
+  std::string mode;  // train | inference | loss_accumulation | generate
   bool keep_loss_graph = true;
-  std::string loss;       // sum | mse | cross_entropy
+  std::string loss;  // sum | mse | cross_entropy
   FinetuneSpec finetune;
   std::vector<ShapeStep> shapes;  // empty: every iteration at (batch, model seq)
   int64_t prompt = 0, new_tokens = 0;
-  std::string cache;      // dynamic | static (generate)
+  std::string cache;              // dynamic | static (generate)
   int64_t empty_cache_every = 0;  // train: torch.cuda.empty_cache() after every n-th iteration
   std::string alloc_conf;
   std::string device;
-  int64_t capacity = 0;   // bytes; 0: the device's
+  int64_t capacity = 0;  // bytes; 0: the device's
   bool history = false;
 };
 
 // How a run is carried out, beyond what it measures: knobs for tools and tests.
 struct RunOptions {
-  std::string backend;          // "" = from the device (cuda:N -> cuda, else sim); or cpu
+  std::string backend;            // "" = from the device (cuda:N -> cuda, else sim); or cpu
   std::string warmup = "linear";  // linear: nn.Linear fwd+bwd (published protocol) | matmul
-  bool grad_scaler = false;      // fp16 training through torch.amp.GradScaler
-  int64_t sample_every = 0;      // a memory sample every N allocations (0: none)
+  bool grad_scaler = false;       // fp16 training through torch.amp.GradScaler
+  int64_t sample_every = 0;       // a memory sample every N allocations (0: none)
   uint64_t seed = 0;
 };
 

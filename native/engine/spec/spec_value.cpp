@@ -79,27 +79,35 @@ namespace {
 void write_string(std::ostringstream& o, const std::string& s) {
   o << '"';
   for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o << '\\' << c;
+    if (c == '"' || c == '\\')
+      o << '\\' << c;
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       o << buf;
-    } else o << c;
+    } else
+      o << c;
   }
   o << '"';
 }
 
 void write(std::ostringstream& o, const SpecValue& v) {
   switch (v.kind()) {
-    case SpecValue::Kind::Null: o << "null"; break;
-    case SpecValue::Kind::Bool: o << (v.as_bool("") ? "true" : "false"); break;
+    case SpecValue::Kind::Null:
+      o << "null";
+      break;
+    case SpecValue::Kind::Bool:
+      o << (v.as_bool("") ? "true" : "false");
+      break;
     case SpecValue::Kind::Number: {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.17g", v.as_number(""));
       o << buf;
       break;
     }
-    case SpecValue::Kind::String: write_string(o, v.as_string("")); break;
+    case SpecValue::Kind::String:
+      write_string(o, v.as_string(""));
+      break;
     case SpecValue::Kind::Array: {
       o << '[';
       bool first = true;
@@ -225,16 +233,27 @@ class JsonParser {
       if (i_ >= s_.size()) fail("unterminated escape");
       char e = s_[i_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) fail("bad \\u escape");
           unsigned cp = unsigned(std::stoul(s_.substr(i_, 4), nullptr, 16));
           i_ += 4;
-          if (cp < 0x80) out += char(cp);
+          if (cp < 0x80)
+            out += char(cp);
           else if (cp < 0x800) {
             out += char(0xC0 | (cp >> 6));
             out += char(0x80 | (cp & 0x3F));
@@ -245,7 +264,8 @@ class JsonParser {
           }
           break;
         }
-        default: out += e;
+        default:
+          out += e;
       }
     }
     if (i_ >= s_.size()) fail("unterminated string");

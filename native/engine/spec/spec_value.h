@@ -25,7 +25,7 @@ class SpecValue {
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_string() const { return kind_ == Kind::String; }
   bool has(const std::string& key) const;
-  const SpecValue* find(const std::string& key) const;  // null when absent or not an object
+  const SpecValue* find(const std::string& key) const;        // null when absent or not an object
   const SpecValue& operator[](const std::string& key) const;  // throws std::out_of_range when absent
   const std::map<std::string, SpecValue>& fields() const { return fields_; }
   const std::vector<SpecValue>& items() const { return items_; }

@@ -27,5 +27,8 @@ export function saveProgress(p: Record<string, LessonProgress>): void {
 
 /** Splits text on `backticks` into plain and code parts (rendered without HTML). */
 export function codeParts(text: string): Array<{ code: boolean; text: string }> {
-  return text.split('`').map((t, i) => ({ code: i % 2 === 1, text: t })).filter((p) => p.text);
+  return text
+    .split('`')
+    .map((t, i) => ({ code: i % 2 === 1, text: t }))
+    .filter((p) => p.text);
 }

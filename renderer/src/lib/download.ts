@@ -18,5 +18,10 @@ export function downloadText(filename: string, text: string, type: string): void
 
 /** A file-name-safe stem from a run name. */
 export function fileStem(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 80) || 'run';
+  return (
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 80) || 'run'
+  );
 }

@@ -70,7 +70,12 @@ export class LiveRun {
   settle(meta: RunMeta): void {
     this.meta = meta;
     const s = meta.summary;
-    this.status = meta.status === 'done' || meta.status === 'oom' || meta.status === 'cancelled' ? meta.status : meta.status === 'running' ? 'running' : 'error';
+    this.status =
+      meta.status === 'done' || meta.status === 'oom' || meta.status === 'cancelled'
+        ? meta.status
+        : meta.status === 'running'
+          ? 'running'
+          : 'error';
     if (s?.oom) {
       const last = this.series.lastX();
       this.series.oom = { x: this.series.oom?.x ?? last, message: s.oom.message, diagnosis: s.oom.suggestions.join(' ') };

@@ -90,7 +90,9 @@ export function segmentsAt(events: readonly AllocatorEvent[], time: number): Seg
         // (blockSize) also holds any remainder too small to split off. Runs stored before
         // it was sent fall back to the request rounded up to 512 B.
         const size = e.blockSize ?? blockFor(e.size);
-        segs.get(s)!.blocks.set(e.addr, { addr: e.addr, size, allocated: true, category: e.category, module: e.module, op: e.op, requested: e.size });
+        segs
+          .get(s)!
+          .blocks.set(e.addr, { addr: e.addr, size, allocated: true, category: e.category, module: e.module, op: e.op, requested: e.size });
         break;
       }
       case 'free':

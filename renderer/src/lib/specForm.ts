@@ -22,7 +22,19 @@ import {
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
 
 /** Spec fields the form edits directly, by their spec names. */
-export const FORM_SPEC_FIELDS = ['batch', 'iterations', 'accum', 'precision', 'weights', 'mode', 'loss', 'prompt', 'new_tokens', 'cache', 'empty_cache_every'] as const;
+export const FORM_SPEC_FIELDS = [
+  'batch',
+  'iterations',
+  'accum',
+  'precision',
+  'weights',
+  'mode',
+  'loss',
+  'prompt',
+  'new_tokens',
+  'cache',
+  'empty_cache_every',
+] as const;
 /** The draw of sequence lengths (transformers, training): form name -> the draw's field. */
 export const DRAW_FIELDS = { draw_min: 'min', draw_max: 'max', draw_steps: 'steps', draw_seed: 'seed', draw_pad_to: 'pad_to' } as const;
 type DrawField = keyof typeof DRAW_FIELDS;
@@ -53,7 +65,9 @@ export type FormState = {
   device: string;
   capacity: string;
   history: boolean;
-} & Record<SpecField, string> & Record<DrawField, string> & Record<string, unknown>;
+} & Record<SpecField, string> &
+  Record<DrawField, string> &
+  Record<string, unknown>;
 
 export type FieldName = string;
 export type FieldErrors = Partial<Record<FieldName, string>>;
@@ -100,7 +114,10 @@ export function defaultForm(): FormState {
     alpha: '',
     targets: [],
     vary: false,
-    ...(Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, d]) => [k, String(SHAPE_DRAW_FIELDS[d].default)])) as Record<DrawField, string>),
+    ...(Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, d]) => [k, String(SHAPE_DRAW_FIELDS[d].default)])) as Record<
+      DrawField,
+      string
+    >),
     draw_order: 'drawn',
     maxSplitMb: '',
     expandable: false,
@@ -198,7 +215,8 @@ export function formToSpec(f: FormState): FormResult {
   }
   if (f.gcThreshold.trim()) {
     const v = Number(f.gcThreshold);
-    if (!NUM.test(f.gcThreshold) || !(v > 0 && v < 1)) errors.gcThreshold = `must be a fraction strictly between 0 and 1, got "${f.gcThreshold}"`;
+    if (!NUM.test(f.gcThreshold) || !(v > 0 && v < 1))
+      errors.gcThreshold = `must be a fraction strictly between 0 and 1, got "${f.gcThreshold}"`;
   }
   if (f.roundupDivisions.trim()) {
     const v = Number(f.roundupDivisions);
@@ -217,7 +235,10 @@ export function formToSpec(f: FormState): FormResult {
     batch: top.batch,
     iterations: top.iterations,
     accum: top.accum,
-    checkpoint: f.checkpoint === 'every' ? { every: parse('every', { type: 'int', min: 1, max: 1, default: 1, label: '', meaning: '' }, f.every) ?? 1 } : f.checkpoint,
+    checkpoint:
+      f.checkpoint === 'every'
+        ? { every: parse('every', { type: 'int', min: 1, max: 1, default: 1, label: '', meaning: '' }, f.every) ?? 1 }
+        : f.checkpoint,
     precision: top.precision,
     weights: top.weights,
     // Just the kind while every argument is at its default, as people write it.
@@ -240,7 +261,14 @@ export function formToSpec(f: FormState): FormResult {
   if (top.mode === 'train') spec.empty_cache_every = top.empty_cache_every;
   if (fam.transformer && top.mode === 'train' && f.vary) {
     const d = Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, name]) => [name, parse(k, SHAPE_DRAW_FIELDS[name], f[k])]));
-    spec.shapes = { batch: top.batch, steps: d.steps, seed: d.seed, seq: { min: d.min, max: d.max }, pad_to: d.pad_to, order: f.draw_order };
+    spec.shapes = {
+      batch: top.batch,
+      steps: d.steps,
+      seed: d.seed,
+      seq: { min: d.min, max: d.max },
+      pad_to: d.pad_to,
+      order: f.draw_order,
+    };
     delete spec.iterations; // one iteration per drawn step
   }
   if (top.mode === 'generate') {

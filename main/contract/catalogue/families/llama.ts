@@ -9,11 +9,43 @@ export const llama = defineFamily({
   label: 'Llama style transformer',
   summary: 'RMSNorm, rotary positions, grouped-query attention, SwiGLU MLP, untied head.',
   fields: {
-    vocab: { type: 'int', min: 1, max: LIMITS.vocab, default: 32000, label: 'Vocabulary', meaning: 'rows of the token embedding and columns of the logits', unit: 'tokens' },
-    seq: { type: 'int', min: 1, max: LIMITS.seq, default: 2048, label: 'Sequence length', meaning: 'tokens per sample, and rows of the rotary tables', unit: 'tokens' },
+    vocab: {
+      type: 'int',
+      min: 1,
+      max: LIMITS.vocab,
+      default: 32000,
+      label: 'Vocabulary',
+      meaning: 'rows of the token embedding and columns of the logits',
+      unit: 'tokens',
+    },
+    seq: {
+      type: 'int',
+      min: 1,
+      max: LIMITS.seq,
+      default: 2048,
+      label: 'Sequence length',
+      meaning: 'tokens per sample, and rows of the rotary tables',
+      unit: 'tokens',
+    },
     dim: { type: 'int', min: 8, max: LIMITS.features, default: 2048, label: 'Width (dim)', meaning: 'the hidden size', unit: 'features' },
-    depth: { type: 'int', min: 1, max: LIMITS.depth, default: 22, label: 'Depth (blocks)', meaning: 'number of decoder layers', unit: 'blocks' },
-    heads: { type: 'int', min: 1, max: LIMITS.heads, default: 32, label: 'Attention heads', meaning: 'query heads; head_dim = dim / heads', unit: 'heads' },
+    depth: {
+      type: 'int',
+      min: 1,
+      max: LIMITS.depth,
+      default: 22,
+      label: 'Depth (blocks)',
+      meaning: 'number of decoder layers',
+      unit: 'blocks',
+    },
+    heads: {
+      type: 'int',
+      min: 1,
+      max: LIMITS.heads,
+      default: 32,
+      label: 'Attention heads',
+      meaning: 'query heads; head_dim = dim / heads',
+      unit: 'heads',
+    },
     kv_heads: {
       type: 'int',
       min: 1,
@@ -24,7 +56,15 @@ export const llama = defineFamily({
       meaning: 'grouped-query attention: heads share k and v in groups of heads / kv_heads (default: heads, no grouping)',
       unit: 'heads',
     },
-    ffn: { type: 'int', min: 1, max: LIMITS.features, default: 5632, label: 'MLP width (ffn)', meaning: 'intermediate size of the SwiGLU MLP', unit: 'features' },
+    ffn: {
+      type: 'int',
+      min: 1,
+      max: LIMITS.features,
+      default: 5632,
+      label: 'MLP width (ffn)',
+      meaning: 'intermediate size of the SwiGLU MLP',
+      unit: 'features',
+    },
   },
   specDefaults: { batch: 8, loss: 'cross_entropy' },
   losses: ['cross_entropy'],
@@ -41,13 +81,21 @@ export const llama = defineFamily({
   ],
   loraDefaultTargets: ['q', 'v'],
   presets: [
-    { id: 'tinyllama', label: 'TinyLlama-1.1B', model: { vocab: 32000, seq: 2048, dim: 2048, depth: 22, heads: 32, kv_heads: 4, ffn: 5632 } },
+    {
+      id: 'tinyllama',
+      label: 'TinyLlama-1.1B',
+      model: { vocab: 32000, seq: 2048, dim: 2048, depth: 22, heads: 32, kv_heads: 4, ffn: 5632 },
+    },
     { id: 'llama3-8b', label: 'Llama-3-8B', model: { vocab: 128256, seq: 8192, dim: 4096, depth: 32, heads: 32, kv_heads: 8, ffn: 14336 } },
   ],
   check: (m) => {
     const issues = headChecks(m.dim, m.heads);
     if (m.heads % m.kv_heads !== 0)
-      issues.push({ path: ['model', 'kv_heads'], message: `must divide model.heads (${m.heads}) evenly (grouped-query attention)`, input: m.kv_heads });
+      issues.push({
+        path: ['model', 'kv_heads'],
+        message: `must divide model.heads (${m.heads}) evenly (grouped-query attention)`,
+        input: m.kv_heads,
+      });
     return issues;
   },
   name: (m) => `llama ${m.dim}x${m.depth}${m.kv_heads !== m.heads ? ` kv${m.kv_heads}` : ''} seq ${m.seq}`,

@@ -35,11 +35,15 @@ Layout layout_of(const Tensor& t, bool prefer_row) {
 
 cudaDataType cuda_type(DType t) {
   switch (t) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    default: throw std::invalid_argument(std::string("gemm: dtype ") + dtype_name(t) +
-                                         " is not supported by the cuda backend (float32, float16, bfloat16)");
+    case DType::Float32:
+      return CUDA_R_32F;
+    case DType::Float16:
+      return CUDA_R_16F;
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      throw std::invalid_argument(std::string("gemm: dtype ") + dtype_name(t) +
+                                  " is not supported by the cuda backend (float32, float16, bfloat16)");
   }
 }
 
@@ -63,7 +67,8 @@ void gemm_ex(const CublasApi& api, cublasHandle_t h, const Tensor& out, const Te
   const cudaDataType dt = cuda_type(a.dtype());
   if (M == 0 || N == 0 || K == 0) return;  // the caller handled the K == 0 fill
   Layout lo = layout_of(out, true), la = layout_of(a, true), lb = layout_of(b, true);
-  if (!lo.ok) throw std::invalid_argument("gemm: the output must be row- or column-major, got strides of " + out.shape_string());
+  if (!lo.ok)
+    throw std::invalid_argument("gemm: the output must be row- or column-major, got strides of " + out.shape_string());
   if (!la.ok || !lb.ok)
     throw std::invalid_argument("gemm: inputs must be row- or column-major (the op layer copies others first)");
   const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;

@@ -81,18 +81,16 @@ bool LtBiasGemm::run(const Tensor& out, const Tensor& a, const Tensor& b, const 
     const uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
     const uint64_t max_ws = ws;
     cublasLtMatmulPreference_t pref = nullptr;
-    bool ok = api_.desc_create(&p.desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-              api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS &&
-              api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS &&
-              api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) == CUBLAS_STATUS_SUCCESS &&
-              api_.layout_create(&p.a, t, uint64_t(op_a ? K : N), uint64_t(op_a ? N : K), ld_a) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              api_.layout_create(&p.b, t, uint64_t(op_b ? M : K), uint64_t(op_b ? K : M), ld_b) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              api_.layout_create(&p.c, t, uint64_t(N), uint64_t(M), ldo) == CUBLAS_STATUS_SUCCESS &&
-              api_.pref_create(&pref) == CUBLAS_STATUS_SUCCESS &&
-              api_.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws) ==
-                  CUBLAS_STATUS_SUCCESS;
+    bool ok =
+        api_.desc_create(&p.desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+        api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS &&
+        api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS &&
+        api_.desc_set(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) == CUBLAS_STATUS_SUCCESS &&
+        api_.layout_create(&p.a, t, uint64_t(op_a ? K : N), uint64_t(op_a ? N : K), ld_a) == CUBLAS_STATUS_SUCCESS &&
+        api_.layout_create(&p.b, t, uint64_t(op_b ? M : K), uint64_t(op_b ? K : M), ld_b) == CUBLAS_STATUS_SUCCESS &&
+        api_.layout_create(&p.c, t, uint64_t(N), uint64_t(M), ldo) == CUBLAS_STATUS_SUCCESS &&
+        api_.pref_create(&pref) == CUBLAS_STATUS_SUCCESS &&
+        api_.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws) == CUBLAS_STATUS_SUCCESS;
     if (ok) {
       // The bias pointer takes part in the alignment checks of the heuristic.
       const void* bp = bias.data_ptr();

@@ -38,12 +38,12 @@ CublasApi* load(std::string* err) {
   auto* api = new CublasApi;  // process lifetime: the library stays loaded
   api->library = loaded;
   bool ok = sym(lib, "cublasCreate_v2", api->create) && sym(lib, "cublasDestroy_v2", api->destroy) &&
-            sym(lib, "cublasSetStream_v2", api->set_stream) &&
-            sym(lib, "cublasSetWorkspace_v2", api->set_workspace) &&
+            sym(lib, "cublasSetStream_v2", api->set_stream) && sym(lib, "cublasSetWorkspace_v2", api->set_workspace) &&
             sym(lib, "cublasSetMathMode", api->set_math_mode) && sym(lib, "cublasGemmEx", api->gemm_ex);
   sym(lib, "cublasGetStatusString", api->status_string);
   if (!ok) {
-    *err = std::string(loaded) + " lacks a needed entry point (cublasCreate_v2, cublasSetWorkspace_v2, "
+    *err = std::string(loaded) +
+           " lacks a needed entry point (cublasCreate_v2, cublasSetWorkspace_v2, "
            "cublasGemmEx, ...)";
     delete api;
     dlclose(lib);

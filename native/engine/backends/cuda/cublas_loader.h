@@ -27,7 +27,7 @@ struct CublasApi {
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   const char* (*status_string)(cublasStatus_t) = nullptr;  // optional (cuBLAS >= 11.4)
-  std::string library;  // the soname that loaded
+  std::string library;                                     // the soname that loaded
 };
 
 // Loads libcublas.so.13, then .so.12, then .so once per process. Null (reason in

@@ -38,22 +38,58 @@ void require_castable(const Tensor& t, const char* what) {
 // The value's bit pattern in `t`'s element type (fill writes raw bits).
 uint64_t value_bits(DType t, double v) {
   switch (t) {
-    case DType::Float32: { float f = float(v); uint32_t b; std::memcpy(&b, &f, 4); return b; }
-    case DType::Float16: return float_to_half(float(v));
-    case DType::BFloat16: return float_to_bf16(float(v));
-    case DType::Float64: { uint64_t b; std::memcpy(&b, &v, 8); return b; }
-    case DType::Int64: { int64_t i = int64_t(v); uint64_t b; std::memcpy(&b, &i, 8); return b; }
+    case DType::Float32: {
+      float f = float(v);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return b;
+    }
+    case DType::Float16:
+      return float_to_half(float(v));
+    case DType::BFloat16:
+      return float_to_bf16(float(v));
+    case DType::Float64: {
+      uint64_t b;
+      std::memcpy(&b, &v, 8);
+      return b;
+    }
+    case DType::Int64: {
+      int64_t i = int64_t(v);
+      uint64_t b;
+      std::memcpy(&b, &i, 8);
+      return b;
+    }
   }
   return 0;
 }
 
 double host_value(const uint8_t* p, DType t) {
   switch (t) {
-    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
-    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
-    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+    case DType::Float32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::Float64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::Float16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return half_to_float(v);
+    }
+    case DType::BFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_float(v);
+    }
+    case DType::Int64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
   }
   return 0;
 }
@@ -97,7 +133,8 @@ CudaBackend::CudaBackend(int ordinal, const CublasApi& blas) : ordinal_(ordinal)
     check_cuda(cudaMemsetAsync(err_, 0, 2 * sizeof(long long), stream_), "cudaMemsetAsync");
     check_cuda(cudaMallocHost(&pinned_, kPinnedBytes), "cudaMallocHost");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    if (const char* t = std::getenv("VRAMLAB_CUDA_TUNING"); t && std::strcmp(t, "old") == 0) tuning_ = Tuning{false, false, true};
+    if (const char* t = std::getenv("VRAMLAB_CUDA_TUNING"); t && std::strcmp(t, "old") == 0)
+      tuning_ = Tuning{false, false, true};
   } catch (...) {
     release();
     throw;
@@ -159,9 +196,12 @@ void CudaBackend::pointwise(int kind, int op, const Tensor& out, std::initialize
   for (const Tensor* t : in) require_float(*t, what);
   PointwisePlan p = plan_pointwise(out, in, what);
   p.args.s = float(s);
-  if (kind == 0) launch_unary(op, p.args, p.fast, num_sms_, stream_);
-  else if (kind == 1) launch_binary(op, p.args, p.fast, num_sms_, stream_);
-  else launch_ternary(op, p.args, p.fast, num_sms_, stream_);
+  if (kind == 0)
+    launch_unary(op, p.args, p.fast, num_sms_, stream_);
+  else if (kind == 1)
+    launch_binary(op, p.args, p.fast, num_sms_, stream_);
+  else
+    launch_ternary(op, p.args, p.fast, num_sms_, stream_);
 }
 
 void CudaBackend::copy_same_dtype(const Tensor& out, const Tensor& a) {
@@ -251,8 +291,10 @@ void CudaBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, cons
   if (a.dim() != 2 || b.dim() != 2 || out.dim() != 2) throw std::invalid_argument("gemm: operands must be 2-D");
   if (out.numel() == 0) return;
   if (a.size(1) == 0) {  // empty inner dimension: bias or zeros
-    if (bias) unary(UnaryOp::Copy, out, *bias, 0.0);
-    else fill(out, 0.0);
+    if (bias)
+      unary(UnaryOp::Copy, out, *bias, 0.0);
+    else
+      fill(out, 0.0);
     return;
   }
   set_workspace_for_current_thread();
@@ -352,8 +394,8 @@ bool CudaBackend::all_finite(const Tensor& t) {
 
 void CudaBackend::synchronize() {
   use_device();
-  check_cuda(cudaMemcpyAsync(static_cast<uint8_t*>(pinned_) + 16, err_, 2 * sizeof(long long),
-                             cudaMemcpyDeviceToHost, stream_),
+  check_cuda(cudaMemcpyAsync(static_cast<uint8_t*>(pinned_) + 16, err_, 2 * sizeof(long long), cudaMemcpyDeviceToHost,
+                             stream_),
              "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   check_device_errors();
@@ -369,8 +411,8 @@ void CudaBackend::adam_foreach(const AdamForeachArgs& a) {
   auto fusable = [&](size_t i) {
     const Tensor* ts[4] = {&a.params[i], &a.grads[i], &a.exp_avgs[i], &a.exp_avg_sqs[i]};
     for (const Tensor* t : ts) {
-      if (t->dtype() != DType::Float32 || !t->is_contiguous() || !t->has_data() ||
-          t->sizes() != a.params[i].sizes() || reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0)
+      if (t->dtype() != DType::Float32 || !t->is_contiguous() || !t->has_data() || t->sizes() != a.params[i].sizes() ||
+          reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0)
         return false;
     }
     return true;

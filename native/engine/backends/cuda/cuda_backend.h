@@ -34,16 +34,15 @@ class CudaBackend : public Backend {
   void random_uniform(const Tensor& out, double lo, double hi, uint64_t seed) override;
   void unary(UnaryOp op, const Tensor& out, const Tensor& a, double s) override;
   void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, double s) override;
-  void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
-               double s) override;
+  void ternary(TernaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, double s) override;
   void sum_reduce(const Tensor& out, const Tensor& in) override;
   void gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias, bool tf32) override;
   void log_softmax(const Tensor& out, const Tensor& in) override;
   void log_softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& result) override;
   void nll_loss(const Tensor& out, const Tensor& total_weight, const Tensor& logp, const Tensor& target,
                 bool mean) override;
-  void nll_loss_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& target,
-                         const Tensor& total_weight, bool mean) override;
+  void nll_loss_backward(const Tensor& grad_input, const Tensor& grad, const Tensor& target, const Tensor& total_weight,
+                         bool mean) override;
   double item(const Tensor& t) override;
   bool all_finite(const Tensor& t) override;
   void synchronize() override;
@@ -70,9 +69,9 @@ class CudaBackend : public Backend {
   // VRAMLAB_CUDA_TUNING=old starts a backend with all of them off). None changes
   // which memory is allocated.
   struct Tuning {
-    bool fused_adam = true;            // adam_foreach as multi-tensor kernels
-    bool split_column_reduce = true;   // column sums split over more blocks (bias grads)
-    bool lt_bias_epilogue = true;      // addmm with a 1-D bias through cuBLASLt (as ATen)
+    bool fused_adam = true;           // adam_foreach as multi-tensor kernels
+    bool split_column_reduce = true;  // column sums split over more blocks (bias grads)
+    bool lt_bias_epilogue = true;     // addmm with a 1-D bias through cuBLASLt (as ATen)
   };
   const Tuning& tuning() const { return tuning_; }
   void set_tuning(const Tuning& t) { tuning_ = t; }
@@ -102,11 +101,11 @@ class CudaBackend : public Backend {
   std::unique_ptr<LtBiasGemm> lt_;  // null when cuBLASLt is unavailable
   cudaStream_t stream_ = nullptr;
   int num_sms_ = 1;
-  float* scratch_ = nullptr;       // partial sums of split reductions
+  float* scratch_ = nullptr;  // partial sums of split reductions
   int64_t scratch_floats_ = 0;
-  long long* err_ = nullptr;       // device: {flag, offending target}
-  int* flag_ = nullptr;            // device: all_finite
-  void* pinned_ = nullptr;         // host, page-locked: small device -> host reads
+  long long* err_ = nullptr;                    // device: {flag, offending target}
+  int* flag_ = nullptr;                         // device: all_finite
+  void* pinned_ = nullptr;                      // host, page-locked: small device -> host reads
   void* ws_set_ = reinterpret_cast<void*>(-1);  // the workspace cuBLAS was last given
   size_t ws_size_ = 0;
   Tuning tuning_;

@@ -84,8 +84,9 @@ void CudaBackend::layer_norm(const Tensor& y, const Tensor& mean, const Tensor& 
   use_device();
   require_f32(mean, "layer_norm");
   require_f32(rstd, "layer_norm");
-  launch_layer_norm(rows_of(y, "layer_norm"), static_cast<float*>(mean.data_ptr()), static_cast<float*>(rstd.data_ptr()),
-                    rows_of(x, "layer_norm"), vec(weight), vec(bias), float(eps), stream_);
+  launch_layer_norm(rows_of(y, "layer_norm"), static_cast<float*>(mean.data_ptr()),
+                    static_cast<float*>(rstd.data_ptr()), rows_of(x, "layer_norm"), vec(weight), vec(bias), float(eps),
+                    stream_);
 }
 
 void CudaBackend::layer_norm_backward(const Tensor* dx, const Tensor* dweight, const Tensor* dbias, const Tensor& dy,

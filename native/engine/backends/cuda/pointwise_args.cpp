@@ -103,10 +103,14 @@ PointwisePlan plan_pointwise(const Tensor& out, std::initializer_list<const Tens
               reinterpret_cast<uintptr_t>(a.out.ptr) % 16 == 0;
   for (size_t k = 1; k < nops && fast; ++k) {
     Operand& o = *slots[k];
-    if (!vector_dtype(o.dtype)) fast = false;
-    else if (o.strides[0] == 0 && a.numel > 1) o.mode = 1;
-    else if ((o.strides[0] == 1 || a.numel == 1) && reinterpret_cast<uintptr_t>(o.ptr) % 16 == 0) o.mode = 0;
-    else fast = false;
+    if (!vector_dtype(o.dtype))
+      fast = false;
+    else if (o.strides[0] == 0 && a.numel > 1)
+      o.mode = 1;
+    else if ((o.strides[0] == 1 || a.numel == 1) && reinterpret_cast<uintptr_t>(o.ptr) % 16 == 0)
+      o.mode = 0;
+    else
+      fast = false;
   }
   if (!fast)
     for (size_t k = 1; k < nops; ++k) slots[k]->mode = 0;

@@ -33,8 +33,8 @@ void coalesce(std::vector<int64_t>& sz, std::vector<std::vector<int64_t>*> strid
 
 }  // namespace
 
-ReducePlan plan_sum_reduce(const Tensor& out, const Tensor& in, float* scratch, int64_t scratch_floats,
-                           int num_sms, bool split_columns) {
+ReducePlan plan_sum_reduce(const Tensor& out, const Tensor& in, float* scratch, int64_t scratch_floats, int num_sms,
+                           bool split_columns) {
   ReducePlan p;
   ReduceArgs& a = p.args;
   if (out.dim() != in.dim())
@@ -96,8 +96,7 @@ ReducePlan plan_sum_reduce(const Tensor& out, const Tensor& in, float* scratch, 
   const int64_t target_blocks = int64_t(std::max(num_sms, 1)) * 4;
   int64_t chunks = 1;
   if (p.row) {
-    if (a.num_out < target_blocks)
-      chunks = std::min(ceil_div(target_blocks, a.num_out), ceil_div(a.num_red, 2048));
+    if (a.num_out < target_blocks) chunks = std::min(ceil_div(target_blocks, a.num_out), ceil_div(a.num_red, 2048));
   } else {
     const int64_t col_target = split_columns ? 2 * target_blocks : target_blocks;
     const int64_t min_rows = split_columns ? 64 : 512;

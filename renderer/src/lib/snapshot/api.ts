@@ -7,7 +7,8 @@ export const snapshotApi = {
   close: (t: Transport, id: string) => call(t, 'snapshot.close', { id }),
   timeline: (t: Transport, id: string, device: number, maxPoints: number): Promise<SnapTimeline> =>
     call(t, 'snapshot.timeline', { id, device, maxPoints, maxAllocations: 120 }),
-  stateAt: (t: Transport, id: string, device: number, eventIndex: number): Promise<SnapStateAt> => call(t, 'snapshot.stateAt', { id, device, eventIndex }),
+  stateAt: (t: Transport, id: string, device: number, eventIndex: number): Promise<SnapStateAt> =>
+    call(t, 'snapshot.stateAt', { id, device, eventIndex }),
   largest: (t: Transport, id: string, device: number, top = 25): Promise<SnapLargest> => call(t, 'snapshot.largest', { id, device, top }),
   whatIf: (t: Transport, id: string, device: number, allocConf: string, capacity: string | null): Promise<SnapWhatIf> =>
     call(t, 'snapshot.whatIf', { id, device, allocConf, capacity }),

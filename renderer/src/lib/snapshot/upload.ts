@@ -31,7 +31,11 @@ function newUploadId(): string {
   return `up-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
 
-export async function uploadSnapshot(t: Transport, file: SnapshotSource, onProgress?: (sent: number, total: number) => void): Promise<SnapSummary> {
+export async function uploadSnapshot(
+  t: Transport,
+  file: SnapshotSource,
+  onProgress?: (sent: number, total: number) => void,
+): Promise<SnapSummary> {
   if (file.size === 0) throw new Error(`${file.name} is empty`);
   if (file.size > SNAPSHOT_MAX_FILE_BYTES) throw new Error(`${file.name} is larger than vramlab opens (1 GiB)`);
   const total = Math.ceil(file.size / SNAPSHOT_CHUNK_BYTES);

@@ -18,12 +18,12 @@ struct AdamScalars {
 };
 
 __device__ __forceinline__ void adam_element(float& p, float g, float& m, float& v, const AdamScalars& s) {
-  m = m + s.omb1 * (g - m);                    // lerp_(grad, 1 - beta1)
-  v = __fmul_rn(v, s.b2);                      // mul_(beta2)
-  v = v + s.omb2 * g * g;                      // addcmul_(grad, grad, 1 - beta2)
-  float d = __fsqrt_rn(v);                     // sqrt
-  d = __fdiv_rn(d, s.bc2s);                    // div_(bias_correction2_sqrt)
-  d = __fadd_rn(d, s.eps);                     // add_(eps)
+  m = m + s.omb1 * (g - m);                              // lerp_(grad, 1 - beta1)
+  v = __fmul_rn(v, s.b2);                                // mul_(beta2)
+  v = v + s.omb2 * g * g;                                // addcmul_(grad, grad, 1 - beta2)
+  float d = __fsqrt_rn(v);                               // sqrt
+  d = __fdiv_rn(d, s.bc2s);                              // div_(bias_correction2_sqrt)
+  d = __fadd_rn(d, s.eps);                               // add_(eps)
   p = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.step, m), d));  // addcdiv_(exp_avg, denom, step_size)
 }
 
@@ -32,8 +32,10 @@ __global__ void __launch_bounds__(kThreads) adam_batch_kernel(AdamBatchArgs a) {
   int lo = 0, hi = a.n - 1;  // the last tensor whose first block is <= blk
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if (a.block_start[mid] <= blk) lo = mid;
-    else hi = mid - 1;
+    if (a.block_start[mid] <= blk)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const AdamTensorArgs& t = a.t[lo];
   const AdamScalars s{a.one_minus_beta1, a.beta2, a.one_minus_beta2, a.eps, t.bias_correction2_sqrt, t.step_size};

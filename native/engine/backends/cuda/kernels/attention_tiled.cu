@@ -44,17 +44,30 @@ constexpr int kRowsPerWarp = 16;
 __device__ __forceinline__ int lane_id() { return int(threadIdx.x & 31); }
 __device__ __forceinline__ int warp_id() { return int(threadIdx.x >> 5); }
 
-template <class T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_f<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 // Row pitches in shared memory: 16 bytes of padding per row keeps rows 16-byte aligned
 // (vector stores, wmma's ldm) and shifts consecutive rows by 4 banks.
-template <class T> constexpr int pitch(int cols) { return cols + int(16 / sizeof(T)); }
+template <class T>
+constexpr int pitch(int cols) {
+  return cols + int(16 / sizeof(T));
+}
 constexpr int fpitch(int cols) { return cols + 4; }
 
 // C (16 x N, float) = or += A (16 x K) * op(B), all in shared memory; one warp.
@@ -96,8 +109,10 @@ __device__ __forceinline__ void warp_mm(float* C, int ldc, const T* A, int lda, 
 #pragma unroll
     for (int n = 0; n < N / 16; ++n) {
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-      if (accumulate) wmma::load_matrix_sync(c, C + n * 16, ldc, wmma::mem_row_major);
-      else wmma::fill_fragment(c, 0.f);
+      if (accumulate)
+        wmma::load_matrix_sync(c, C + n * 16, ldc, wmma::mem_row_major);
+      else
+        wmma::fill_fragment(c, 0.f);
 #pragma unroll
       for (int kk = 0; kk < K / 16; ++kk) {
         wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> b;
@@ -220,9 +235,8 @@ struct DqSmem {
   // dq: fp32's accumulator rows; bf16/fp16 keep dQ in registers and stage it for the
   // store in the K and V tiles, free once the key loop is done.
   static constexpr size_t q = 0, g = q + sizeof(T) * BR * LDT, k = g + sizeof(T) * BR * LDT,
-                          v = k + sizeof(T) * BC * LDT, s = v + sizeof(T) * BC * LDT,
-                          dp = s + sizeof(float) * BR * LDS, dq = dp + sizeof(float) * BR * LDS,
-                          bytes = dq + (kF ? sizeof(float) * BR * LDO : 0);
+                          v = k + sizeof(T) * BC * LDT, s = v + sizeof(T) * BC * LDT, dp = s + sizeof(float) * BR * LDS,
+                          dq = dp + sizeof(float) * BR * LDS, bytes = dq + (kF ? sizeof(float) * BR * LDO : 0);
   static_assert(kF || s - k >= sizeof(float) * BR * LDO, "dQ staging fits the K, V tiles");
 };
 
@@ -235,10 +249,9 @@ struct DkvSmem {
   // dk, dv: fp32's accumulator rows; bf16/fp16 keep them in registers and stage them
   // for the store from offset q on (Q, dO, S, dP, free once the query loop is done).
   static constexpr size_t k = 0, v = k + sizeof(T) * BC * LDT, q = v + sizeof(T) * BC * LDT,
-                          g = q + sizeof(T) * BR * LDT, s = g + sizeof(T) * BR * LDT,
-                          dp = s + sizeof(float) * BC * LDS, lq = dp + sizeof(float) * BC * LDS,
-                          dq = lq + sizeof(float) * BR, dk = dq + sizeof(float) * BR,
-                          dv = dk + (kF ? sizeof(float) * BC * LDO : 0),
+                          g = q + sizeof(T) * BR * LDT, s = g + sizeof(T) * BR * LDT, dp = s + sizeof(float) * BC * LDS,
+                          lq = dp + sizeof(float) * BC * LDS, dq = lq + sizeof(float) * BR,
+                          dk = dq + sizeof(float) * BR, dv = dk + (kF ? sizeof(float) * BC * LDO : 0),
                           p = dv + (kF ? sizeof(float) * BC * LDO : 0), bytes = p + (kF ? 0 : sizeof(T) * BC * LDP);
   static_assert(kF || lq - q >= sizeof(float) * BC * LDO, "dK/dV staging fits Q, dO, S, dP");
 };
@@ -248,8 +261,8 @@ struct DkvSmem {
 // grid (B * H, query tiles); the causal mask is top-left aligned (key j seen by query
 // i when j <= i), as in transformer.cu.
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads) flash_fwd_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v,
-                                                             bool causal, float scale) {
+__global__ void __launch_bounds__(kThreads)
+    flash_fwd_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
   using L = FwdSmem<T, D>;
   constexpr int BR = L::BR, BC = L::BC;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -317,8 +330,7 @@ __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(View4 out, View4 ls
   const float inv = 1.f / l;
 #pragma unroll 8
   for (int t = 0; t < D / 2; ++t) Ow[r * L::LDO + half + 2 * t] *= inv;
-  if (lse.ptr && half == 0 && qi < Sq)
-    store_f(lse.ptr, lse.dtype, row_off(lse, b, h, qi), m + __logf(l));
+  if (lse.ptr && half == 0 && qi < Sq) store_f(lse.ptr, lse.dtype, row_off(lse, b, h, qi), m + __logf(l));
   __syncwarp();
   store_rows<T, D>(out, b, h, q0 + w * kRowsPerWarp, Sq, Ow, L::LDO);
 }
@@ -411,8 +423,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
 // being what limits it to 3.
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 2)
-    flash_bwd_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
-                          bool causal, float scale) {
+    flash_bwd_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse, bool causal,
+                          float scale) {
   using L = DkvSmem<T, D>;
   constexpr int BR = L::BR, BC = L::BC;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -484,7 +496,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 2)
       Pw[r * L::LDP + c] = from_f<T>(p);
     }
     __syncwarp();
-    dV.template add<BR, false>(Pw, L::LDP, Gs, L::LDT);                  // dV += P^T dO
+    dV.template add<BR, false>(Pw, L::LDP, Gs, L::LDT);                   // dV += P^T dO
     warp_mm<T, BR, D, true>(dPw, L::LDS, Vw, L::LDT, Gs, L::LDT, false);  // dP^T = V dO^T
     __syncwarp();
 #pragma unroll
@@ -530,12 +542,17 @@ bool tiled_ok(std::initializer_list<const View4*> views, int64_t* head_dim) {
 template <class F>
 void with_type_and_dim(int32_t dtype, int64_t D, F&& f) {
   auto dim = [&](auto t) {
-    if (D == 64) f(t, std::integral_constant<int, 64>{});
-    else f(t, std::integral_constant<int, 128>{});
+    if (D == 64)
+      f(t, std::integral_constant<int, 64>{});
+    else
+      f(t, std::integral_constant<int, 128>{});
   };
-  if (dtype == kF32) dim(float{});
-  else if (dtype == kF16) dim(__half{});
-  else dim(__nv_bfloat16{});
+  if (dtype == kF32)
+    dim(float{});
+  else if (dtype == kF16)
+    dim(__half{});
+  else
+    dim(__nv_bfloat16{});
 }
 
 template <class K>
@@ -569,8 +586,8 @@ bool launch_attention_tiled(const View4& out, const View4& lse, const View4& q, 
 }
 
 bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
-                                     const View4& q, const View4& k, const View4& v, const View4& out,
-                                     const View4& lse, bool causal, float scale, cudaStream_t stream) {
+                                     const View4& q, const View4& k, const View4& v, const View4& out, const View4& lse,
+                                     bool causal, float scale, cudaStream_t stream) {
   int64_t D = 0;
   if (!tiled_ok({&q, &k, &v, &out, &dout, &dq, &dk, &dv}, &D)) return false;
   if (tiles(q.size[2], 64) > 65535 || tiles(k.size[2], 64) > 65535) return false;
@@ -583,15 +600,15 @@ bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const Vie
       auto kernel = flash_bwd_dq_kernel<T, kD>;
       set_smem(kernel, L::bytes);
       kernel<<<dim3(bh, tiles(q.size[2], L::BR)), kThreads, L::bytes, stream>>>(dq, dout, q, k, v, out, lse, causal,
-                                                                                 scale);
+                                                                                scale);
       check_launch("attention_backward (tiled dq)");
     }
     {
       using L = DkvSmem<T, kD>;
       auto kernel = flash_bwd_dkdv_kernel<T, kD>;
       set_smem(kernel, L::bytes);
-      kernel<<<dim3(bh, tiles(k.size[2], L::BC)), kThreads, L::bytes, stream>>>(dk, dv, dout, q, k, v, out, lse,
-                                                                                  causal, scale);
+      kernel<<<dim3(bh, tiles(k.size[2], L::BC)), kThreads, L::bytes, stream>>>(dk, dv, dout, q, k, v, out, lse, causal,
+                                                                                scale);
       check_launch("attention_backward (tiled dk, dv)");
     }
   });

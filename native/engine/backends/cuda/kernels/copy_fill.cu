@@ -85,10 +85,17 @@ void fill_w(const PointwiseArgs& a, int sms, cudaStream_t st) {
 void launch_copy_bytes(const PointwiseArgs& a, int elem_size, int sms, cudaStream_t st) {
   if (a.numel == 0) return;
   switch (elem_size) {
-    case 2: copy_w<uint16_t>(a, sms, st); break;
-    case 4: copy_w<uint32_t>(a, sms, st); break;
-    case 8: copy_w<uint64_t>(a, sms, st); break;
-    default: throw std::invalid_argument("copy: unsupported element size " + std::to_string(elem_size));
+    case 2:
+      copy_w<uint16_t>(a, sms, st);
+      break;
+    case 4:
+      copy_w<uint32_t>(a, sms, st);
+      break;
+    case 8:
+      copy_w<uint64_t>(a, sms, st);
+      break;
+    default:
+      throw std::invalid_argument("copy: unsupported element size " + std::to_string(elem_size));
   }
   check_launch("copy kernel");
 }
@@ -96,10 +103,17 @@ void launch_copy_bytes(const PointwiseArgs& a, int elem_size, int sms, cudaStrea
 void launch_fill(const PointwiseArgs& a, int elem_size, int sms, cudaStream_t st) {
   if (a.numel == 0) return;
   switch (elem_size) {
-    case 2: fill_w<uint16_t>(a, sms, st); break;
-    case 4: fill_w<uint32_t>(a, sms, st); break;
-    case 8: fill_w<uint64_t>(a, sms, st); break;
-    default: throw std::invalid_argument("fill: unsupported element size " + std::to_string(elem_size));
+    case 2:
+      fill_w<uint16_t>(a, sms, st);
+      break;
+    case 4:
+      fill_w<uint32_t>(a, sms, st);
+      break;
+    case 8:
+      fill_w<uint64_t>(a, sms, st);
+      break;
+    default:
+      throw std::invalid_argument("fill: unsupported element size " + std::to_string(elem_size));
   }
   check_launch("fill kernel");
 }

@@ -19,29 +19,50 @@ inline void check_launch(const char* what) {
 
 __device__ __forceinline__ float load_f(const void* p, int dt, int64_t i) {
   switch (dt) {
-    case kF32: return static_cast<const float*>(p)[i];
-    case kF16: return __half2float(static_cast<const __half*>(p)[i]);
-    case kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case kF64: return float(static_cast<const double*>(p)[i]);
-    default: return float(static_cast<const long long*>(p)[i]);
+    case kF32:
+      return static_cast<const float*>(p)[i];
+    case kF16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case kF64:
+      return float(static_cast<const double*>(p)[i]);
+    default:
+      return float(static_cast<const long long*>(p)[i]);
   }
 }
 
 __device__ __forceinline__ void store_f(void* p, int dt, int64_t i, float v) {
   switch (dt) {
-    case kF32: static_cast<float*>(p)[i] = v; break;
-    case kF16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-    case kBF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
-    case kF64: static_cast<double*>(p)[i] = double(v); break;
-    default: static_cast<long long*>(p)[i] = static_cast<long long>(v); break;
+    case kF32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case kF16:
+      static_cast<__half*>(p)[i] = __float2half_rn(v);
+      break;
+    case kBF16:
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+      break;
+    case kF64:
+      static_cast<double*>(p)[i] = double(v);
+      break;
+    default:
+      static_cast<long long*>(p)[i] = static_cast<long long>(v);
+      break;
   }
 }
 
 __device__ __forceinline__ void store_d(void* p, int dt, int64_t i, double v) {
   switch (dt) {
-    case kF64: static_cast<double*>(p)[i] = v; break;
-    case kI64: static_cast<long long*>(p)[i] = static_cast<long long>(v); break;
-    default: store_f(p, dt, i, float(v)); break;
+    case kF64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case kI64:
+      static_cast<long long*>(p)[i] = static_cast<long long>(v);
+      break;
+    default:
+      store_f(p, dt, i, float(v));
+      break;
   }
 }
 
@@ -50,8 +71,14 @@ __device__ __forceinline__ void load8(const void* p, int dt, int64_t i, float (&
   if (dt == kF32) {
     const float4* q = reinterpret_cast<const float4*>(static_cast<const float*>(p) + i);
     float4 x = q[0], y = q[1];
-    v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
-    v[4] = y.x; v[5] = y.y; v[6] = y.z; v[7] = y.w;
+    v[0] = x.x;
+    v[1] = x.y;
+    v[2] = x.z;
+    v[3] = x.w;
+    v[4] = y.x;
+    v[5] = y.y;
+    v[6] = y.z;
+    v[7] = y.w;
   } else if (dt == kF16) {
     uint4 r = *reinterpret_cast<const uint4*>(static_cast<const __half*>(p) + i);
     const __half2* h = reinterpret_cast<const __half2*>(&r);
@@ -93,9 +120,7 @@ __device__ __forceinline__ void store8(void* p, int dt, int64_t i, const float (
   }
 }
 
-__device__ __forceinline__ uint32_t fastdiv(const FastDiv& f, uint32_t n) {
-  return (__umulhi(n, f.m) + n) >> f.shift;
-}
+__device__ __forceinline__ uint32_t fastdiv(const FastDiv& f, uint32_t n) { return (__umulhi(n, f.m) + n) >> f.shift; }
 
 // Element offsets of linear index `idx` for `nops` operands over coalesced dims.
 template <bool Small>

@@ -86,8 +86,7 @@ void run(const PointwiseArgs& a, bool fast, int sms, cudaStream_t st) {
 }
 
 template <int Kind, int... Ops>
-void dispatch(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t st,
-              std::integer_sequence<int, Ops...>) {
+void dispatch(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t st, std::integer_sequence<int, Ops...>) {
   bool done = ((op == Ops ? (run<Kind, Ops>(a, fast, sms, st), true) : false) || ...);
   if (!done) throw std::invalid_argument("unknown pointwise op code " + std::to_string(op));
 }

@@ -19,7 +19,7 @@ FastDiv make_fastdiv(uint32_t d);
 struct Operand {
   void* ptr = nullptr;
   int32_t dtype = kF32;
-  int32_t mode = 0;  // fast path: 0 contiguous, 1 broadcast scalar (all strides 0)
+  int32_t mode = 0;                // fast path: 0 contiguous, 1 broadcast scalar (all strides 0)
   int64_t strides[kMaxDims] = {};  // in elements, per (coalesced) dim
 };
 
@@ -33,9 +33,9 @@ struct PointwiseArgs {
   Operand out;
   Operand in[3];
   float s = 0;
-  double r0 = 0, r1 = 0; // random: (mean, std) or [lo, hi)
-  uint64_t seed = 0;    // random
-  uint64_t bits = 0;    // fill: the value's bit pattern in out's dtype
+  double r0 = 0, r1 = 0;  // random: (mean, std) or [lo, hi)
+  uint64_t seed = 0;      // random
+  uint64_t bits = 0;      // fill: the value's bit pattern in out's dtype
 };
 
 // sum over the reduced dims: out[o] = sum_r in[o, r].

@@ -46,11 +46,11 @@ void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, V
 // Any of dx, dw, db may have a null pointer (not wanted).
 void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
                                 const float* rstd, Vec w, cudaStream_t stream);
-void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
-                      bool causal, float scale, cudaStream_t stream);
-void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
-                               const View4& q, const View4& k, const View4& v, const View4& out,
-                               const View4& lse, bool causal, float scale, cudaStream_t stream);
+void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v, bool causal,
+                      float scale, cudaStream_t stream);
+void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
+                               const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
+                               float scale, cudaStream_t stream);
 // The tiled (FlashAttention-2 style) attention of attention_tiled.cu: tensor cores for
 // bf16/fp16, register-blocked tiles for fp32. False, with nothing launched, for what it
 // does not take (head dims other than 64 and 128, mixed dtypes, a strided head dim,
@@ -58,12 +58,11 @@ void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv
 bool launch_attention_tiled(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
                             bool causal, float scale, cudaStream_t stream);
 bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
-                                     const View4& q, const View4& k, const View4& v, const View4& out,
-                                     const View4& lse, bool causal, float scale, cudaStream_t stream);
+                                     const View4& q, const View4& k, const View4& v, const View4& out, const View4& lse,
+                                     bool causal, float scale, cudaStream_t stream);
 void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream);
 void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, double theta,
                         cudaStream_t stream);
 void launch_argmax_rows(long long* out, const Mat2& in, cudaStream_t stream);
 
 }  // namespace vramlab::engine::cuda
-

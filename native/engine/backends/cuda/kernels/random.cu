@@ -55,8 +55,10 @@ void go(const PointwiseArgs& a, int sms, cudaStream_t st) {
 
 void launch_random(int kind, const PointwiseArgs& a, int sms, cudaStream_t st) {
   if (a.numel == 0) return;
-  if (kind == 0) go<0>(a, sms, st);
-  else go<1>(a, sms, st);
+  if (kind == 0)
+    go<0>(a, sms, st);
+  else
+    go<1>(a, sms, st);
   check_launch("random kernel");
 }
 

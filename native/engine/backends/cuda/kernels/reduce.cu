@@ -47,8 +47,10 @@ __device__ __forceinline__ int64_t red_offset(const ReduceArgs& a, int64_t r) {
 }
 
 __device__ __forceinline__ void write_result(const ReduceArgs& a, int64_t o, int64_t c, float v) {
-  if (a.chunks == 1) store_f(a.out, a.out_dtype, kept_out_offset(a, o), v);
-  else a.partial[c * a.num_out + o] = v;
+  if (a.chunks == 1)
+    store_f(a.out, a.out_dtype, kept_out_offset(a, o), v);
+  else
+    a.partial[c * a.num_out + o] = v;
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -154,8 +156,10 @@ void go(const ReduceArgs& a, bool row, cudaStream_t st) {
 
 void launch_sum_reduce(const ReduceArgs& a, bool row, cudaStream_t st) {
   if (a.num_out == 0) return;
-  if (a.red_ndim <= 1) go<true>(a, row, st);
-  else go<false>(a, row, st);
+  if (a.red_ndim <= 1)
+    go<true>(a, row, st);
+  else
+    go<false>(a, row, st);
   check_launch("sum_reduce kernel");
   if (a.chunks > 1) {
     reduce_finalize<<<unsigned((a.num_out + 255) / 256), 256, 0, st>>>(a);

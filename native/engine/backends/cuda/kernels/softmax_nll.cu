@@ -51,31 +51,36 @@ __global__ void __launch_bounds__(256) log_softmax_rows(Mat2 out, Mat2 in) {
   const bool vec = in.s1 == 1 && out.s1 == 1 && in.s0 == out.s0 && vec_dtype(in.dtype) && vec_dtype(out.dtype);
   const int64_t base = row * in.s0;
   float mx = -INFINITY;
-  walk_row(base, in.cols, lane, vec, [&](int64_t c) { mx = fmaxf(mx, at(in, row, c)); }, [&](int64_t c) {
-    float v[8];
-    load8(in.ptr, in.dtype, base + c, v);
+  walk_row(
+      base, in.cols, lane, vec, [&](int64_t c) { mx = fmaxf(mx, at(in, row, c)); },
+      [&](int64_t c) {
+        float v[8];
+        load8(in.ptr, in.dtype, base + c, v);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) mx = fmaxf(mx, v[k]);
-  });
+        for (int k = 0; k < 8; ++k) mx = fmaxf(mx, v[k]);
+      });
   mx = warp_max(mx);
   float s = 0.f;
-  walk_row(base, in.cols, lane, vec, [&](int64_t c) { s += expf(at(in, row, c) - mx); }, [&](int64_t c) {
-    float v[8];
-    load8(in.ptr, in.dtype, base + c, v);
+  walk_row(
+      base, in.cols, lane, vec, [&](int64_t c) { s += expf(at(in, row, c) - mx); },
+      [&](int64_t c) {
+        float v[8];
+        load8(in.ptr, in.dtype, base + c, v);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) s += expf(v[k] - mx);
-  });
+        for (int k = 0; k < 8; ++k) s += expf(v[k] - mx);
+      });
   s = warp_sum(s);
   const float lse = mx + logf(s);
-  walk_row(base, in.cols, lane, vec,
-           [&](int64_t c) { store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(in, row, c) - lse); },
-           [&](int64_t c) {
-             float v[8];
-             load8(in.ptr, in.dtype, base + c, v);
+  walk_row(
+      base, in.cols, lane, vec,
+      [&](int64_t c) { store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(in, row, c) - lse); },
+      [&](int64_t c) {
+        float v[8];
+        load8(in.ptr, in.dtype, base + c, v);
 #pragma unroll
-             for (int k = 0; k < 8; ++k) v[k] -= lse;
-             store8(out.ptr, out.dtype, base + c, v);
-           });
+        for (int k = 0; k < 8; ++k) v[k] -= lse;
+        store8(out.ptr, out.dtype, base + c, v);
+      });
 }
 
 __global__ void __launch_bounds__(256) log_softmax_backward_rows(Mat2 out, Mat2 grad, Mat2 result) {
@@ -86,25 +91,28 @@ __global__ void __launch_bounds__(256) log_softmax_backward_rows(Mat2 out, Mat2 
                    vec_dtype(out.dtype) && vec_dtype(grad.dtype) && vec_dtype(result.dtype);
   const int64_t base = row * result.s0;
   float gs = 0.f;
-  walk_row(base, result.cols, lane, vec, [&](int64_t c) { gs += at(grad, row, c); }, [&](int64_t c) {
-    float g[8];
-    load8(grad.ptr, grad.dtype, base + c, g);
+  walk_row(
+      base, result.cols, lane, vec, [&](int64_t c) { gs += at(grad, row, c); },
+      [&](int64_t c) {
+        float g[8];
+        load8(grad.ptr, grad.dtype, base + c, g);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) gs += g[k];
-  });
+        for (int k = 0; k < 8; ++k) gs += g[k];
+      });
   gs = warp_sum(gs);
-  walk_row(base, result.cols, lane, vec,
-           [&](int64_t c) {
-             store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(grad, row, c) - expf(at(result, row, c)) * gs);
-           },
-           [&](int64_t c) {
-             float g[8], r[8];
-             load8(grad.ptr, grad.dtype, base + c, g);
-             load8(result.ptr, result.dtype, base + c, r);
+  walk_row(
+      base, result.cols, lane, vec,
+      [&](int64_t c) {
+        store_f(out.ptr, out.dtype, row * out.s0 + c * out.s1, at(grad, row, c) - expf(at(result, row, c)) * gs);
+      },
+      [&](int64_t c) {
+        float g[8], r[8];
+        load8(grad.ptr, grad.dtype, base + c, g);
+        load8(result.ptr, result.dtype, base + c, r);
 #pragma unroll
-             for (int k = 0; k < 8; ++k) g[k] -= expf(r[k]) * gs;
-             store8(out.ptr, out.dtype, base + c, g);
-           });
+        for (int k = 0; k < 8; ++k) g[k] -= expf(r[k]) * gs;
+        store8(out.ptr, out.dtype, base + c, g);
+      });
 }
 
 __global__ void __launch_bounds__(512) nll_forward(void* out, void* tw, int32_t dt, Mat2 logp, const long long* target,
@@ -176,8 +184,8 @@ void launch_nll_loss(void* out, void* tw, int32_t dt, const Mat2& logp, const vo
 void launch_nll_loss_backward(const Mat2& gi, const void* grad, const void* tw, int32_t dt, const void* target,
                               int64_t ts, bool mean, long long* err, cudaStream_t st) {
   if (gi.rows == 0) return;
-  nll_backward<<<unsigned((gi.rows + 255) / 256), 256, 0, st>>>(gi, grad, tw, dt,
-                                                              static_cast<const long long*>(target), ts, mean, err);
+  nll_backward<<<unsigned((gi.rows + 255) / 256), 256, 0, st>>>(gi, grad, tw, dt, static_cast<const long long*>(target),
+                                                                ts, mean, err);
   check_launch("nll_loss_backward kernel");
 }
 

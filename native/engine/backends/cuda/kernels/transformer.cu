@@ -55,7 +55,8 @@ __global__ void index_add_rows_atomic_kernel(Mat2 gw, Mat2 g, const long long* i
   const int64_t row = warp_row();
   if (row >= g.rows) return;
   float* base = static_cast<float*>(gw.ptr) + idx[row] * gw.s0;
-  for (int64_t c = lane(); c < g.cols; c += 32) atomicAdd(base + c * gw.s1, load_f(g.ptr, g.dtype, row * g.s0 + c * g.s1));
+  for (int64_t c = lane(); c < g.cols; c += 32)
+    atomicAdd(base + c * gw.s1, load_f(g.ptr, g.dtype, row * g.s0 + c * g.s1));
 }
 
 // ---- layer norm ------------------------------------------------------------------
@@ -215,8 +216,8 @@ __global__ void attention_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v
 
 // dq: one warp per query row. p = exp(s - lse), ds = p (dout . v_j - dout . out).
 template <int PL>
-__global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
-                                    bool causal, float scale) {
+__global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse, bool causal,
+                                    float scale) {
   const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
   if (row >= B * H * Sq) return;
@@ -241,8 +242,8 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
 
 // dk, dv: one warp per key row, over the queries that see it.
 template <int PL>
-__global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out,
-                                      View4 lse, bool causal, float scale) {
+__global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
+                                      bool causal, float scale) {
   const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
   if (row >= B * H * Sk) return;
@@ -325,7 +326,7 @@ void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long
   if (grad.rows == 0 || grad_weight.cols == 0) return;
   if (grad_weight.dtype == kF32)
     index_add_rows_atomic_kernel<<<unsigned(blocks_for_rows(grad.rows)), 32 * kWarpsPerBlock, 0, stream>>>(grad_weight,
-                                                                                                        grad, idx);
+                                                                                                           grad, idx);
   else
     index_add_rows_kernel<<<unsigned((grad_weight.cols + 255) / 256), 256, 0, stream>>>(grad_weight, grad, idx);
   check_launch("index_add_rows");
@@ -342,14 +343,17 @@ void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, 
                                 const float* rstd, Vec w, cudaStream_t stream) {
   if (x.rows == 0) return;
   if (dx.ptr) {
-    layer_norm_dx_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd, w);
+    layer_norm_dx_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd,
+                                                                                                w);
     check_launch("layer_norm_backward (dx)");
   }
   if (dw.ptr || db.ptr) {
     // Enough chunks for a few blocks per SM, each at least 256 rows deep.
     const bool fp32_out = (!dw.ptr || dw.dtype == kF32) && (!db.ptr || db.dtype == kF32);
     const int64_t col_blocks = (x.cols + 31) / 32;
-    const int64_t chunks = fp32_out ? std::max<int64_t>(1, std::min<int64_t>((x.rows + 255) / 256, (512 + col_blocks - 1) / col_blocks)) : 1;
+    const int64_t chunks =
+        fp32_out ? std::max<int64_t>(1, std::min<int64_t>((x.rows + 255) / 256, (512 + col_blocks - 1) / col_blocks))
+                 : 1;
     const int64_t rows_per_chunk = (x.rows + chunks - 1) / chunks;
     if (chunks > 1) {
       if (dw.ptr) cudaMemsetAsync(const_cast<void*>(dw.ptr), 0, size_t(x.cols) * 4, stream);
@@ -367,15 +371,19 @@ namespace {
 template <class F>
 void with_per_lane(int64_t head_dim, F&& f) {
   if (head_dim > kMaxHeadDim) throw std::invalid_argument("attention: head dim over 256");
-  if (head_dim <= 32) f(std::integral_constant<int, 1>{});
-  else if (head_dim <= 64) f(std::integral_constant<int, 2>{});
-  else if (head_dim <= 128) f(std::integral_constant<int, 4>{});
-  else f(std::integral_constant<int, 8>{});
+  if (head_dim <= 32)
+    f(std::integral_constant<int, 1>{});
+  else if (head_dim <= 64)
+    f(std::integral_constant<int, 2>{});
+  else if (head_dim <= 128)
+    f(std::integral_constant<int, 4>{});
+  else
+    f(std::integral_constant<int, 8>{});
 }
 }  // namespace
 
-void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
-                      bool causal, float scale, cudaStream_t stream) {
+void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v, bool causal,
+                      float scale, cudaStream_t stream) {
   const int64_t rows = q.size[0] * q.size[1] * q.size[2];
   if (rows == 0) return;
   if (k.size[2] > 0 && launch_attention_tiled(out, lse, q, k, v, causal, scale, stream)) return;
@@ -386,9 +394,9 @@ void launch_attention(const View4& out, const View4& lse, const View4& q, const 
   check_launch("attention");
 }
 
-void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
-                               const View4& q, const View4& k, const View4& v, const View4& out,
-                               const View4& lse, bool causal, float scale, cudaStream_t stream) {
+void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
+                               const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
+                               float scale, cudaStream_t stream) {
   const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
   if (qrows == 0 || krows == 0) return;
   if (launch_attention_backward_tiled(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
