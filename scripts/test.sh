@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p test-output
+echo "== formatting (prettier, clang-format)"
+npm run -s format:check
 echo "== build: native addon + native tests in one tree (CUDA code compiled when nvcc exists)"
 npx cmake-js compile --CDVRAMLAB_TESTS=ON
 echo "== build: main + renderer"
