@@ -14,7 +14,7 @@ import type { Spec } from '../contract/spec';
 import { modelName } from '../contract/catalogue';
 import { readJson, syncDir, TMP_MARK, writeJsonAtomic } from './atomic';
 import { CHUNK_ITEMS, RunWriter } from './writer';
-import { EventThinner, SampleDecimator } from './decimate';
+import { EventThinner, HISTORY_CAP, SampleDecimator } from './decimate';
 import { metaProblem } from './meta_check';
 import { DEFAULT_GRACE_MS, isAbandoned, isAlive, ownedName } from './leftovers';
 
@@ -125,7 +125,10 @@ export class RunStore {
     const names = await chunkNames(dir);
     const maxS = opts.maxSamples ?? Infinity;
     const maxE = opts.maxEvents ?? Infinity;
-    if (names.length * CHUNK_ITEMS <= Math.min(maxS, maxE)) return { meta, ...(await readChunks(dir, names)) };
+    // A run stored with the history cap (summary.history) holds no more events than the cap.
+    const items = names.length * CHUNK_ITEMS;
+    if (items <= maxS && (items <= maxE || (meta.summary?.history && maxE >= HISTORY_CAP)))
+      return { meta, ...(await readChunks(dir, names)) };
     let samples = 0;
     let events = 0;
     for await (const c of eachChunk(dir, names)) {
