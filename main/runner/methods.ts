@@ -163,7 +163,8 @@ export function registerRunMethods(
   host.register('runs.compare', async ({ ids }) => compareRows(await metas(await store(), ids)));
   host.register('runs.exportCsv', async ({ id, ids }) => {
     const s = await store();
-    if (id) return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv' as const, content: timelineCsv(await s.get(id)) };
+    if (id)
+      return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv' as const, content: timelineCsv(await s.get(id, REPLY_BOUNDS)) };
     return { filename: 'vramlab-runs.csv', mime: 'text/csv' as const, content: summaryCsv(await metas(s, ids ?? [])) };
   });
   host.register('runs.exportJson', async ({ id, ids }) => {

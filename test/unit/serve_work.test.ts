@@ -111,6 +111,22 @@ describe('serve bounds the work of all clients together', () => {
     expect(ok).toBeGreaterThan(MAX_RUNS); // some waited for a slot instead of failing
   }, 90_000);
 
+  it('a run waiting for a slot is given up when its client goes: it never starts', async () => {
+    const a = await connect();
+    const b = await connect();
+    const before = (await manager.store.list()).length;
+    const long = await Promise.all(Array.from({ length: MAX_RUNS }, () => a.call('run.start', { spec: spec(10_000) })));
+    expect(long.every((r) => r.ok)).toBe(true);
+    const waiting = b.call('run.start', { spec: spec() });
+    await until(() => load().waiting === 1, 10_000);
+    b.ws.close();
+    await until(() => load().waiting === 0, 10_000);
+    for (const r of long) await a.call('run.cancel', { runId: r.result.runId });
+    await until(() => manager.activeRuns().length === 0, 30_000);
+    expect((await manager.store.list()).length - before).toBe(MAX_RUNS);
+    void waiting;
+  }, 90_000);
+
   it('predictions from many connections: at most the cap simulate at once', async () => {
     const clients = await Promise.all(Array.from({ length: 4 }, () => connect()));
     const work = Promise.all(
@@ -139,6 +155,19 @@ describe('serve bounds the work of all clients together', () => {
     expect(after - before).toBeLessThan(values.length);
     const swept = (await manager.store.list()).filter((m) => m.group?.kind === 'sweep');
     expect(swept.some((m) => m.status === 'cancelled')).toBe(true);
+  }, 90_000);
+
+  it('a sweep ends when its client cancels the run in progress (its id comes with the run events)', async () => {
+    const c = await connect();
+    const values = Array.from({ length: 40 }, (_, i) => i + 1);
+    const sweep = c.call('sweep.start', { spec: spec(), param: 'batch', values });
+    await until(() => c.events.some((e) => e.event === 'run.progress'), 30_000);
+    const runId = c.events.find((e) => e.event === 'run.progress')!.data.runId;
+    expect((await c.call('run.cancel', { runId })).result).toEqual({ cancelled: true });
+    const r = await sweep;
+    expect(r.ok).toBe(true);
+    expect(r.result.runs.length).toBeLessThan(values.length);
+    expect(r.result.runs.at(-1).status).toBe('cancelled');
   }, 90_000);
 
   it('closing the connection stops its fit', async () => {
