@@ -33,7 +33,7 @@ export function layerOf(file) {
   if (p.startsWith('renderer/src/')) return 'renderer';
   if (!p.startsWith('main/')) return null;
   if (p === 'main/paths') return 'paths';
-  if (p === 'main/host/host' || p === 'main/host/errors') return 'host-core';
+  if (p === 'main/host/host' || p === 'main/host/errors' || p === 'main/host/client') return 'host-core';
   return p.split('/')[1];
 }
 

@@ -4,12 +4,17 @@
 //   - N clients looping over light and heavy requests (runs.list, runs.get, devices.list),
 //   - slow readers that ask for the huge run and never read,
 //   - greedy clients that fire more requests than the in-flight limit,
-//   - oversized frames (over the 1 MiB message cap).
-// Reports requests/s, replies by kind, serve's peak RSS, and whether serve is still up.
-//   node bench/serve/load.mjs [--clients 50] [--seconds 20] [--huge-samples 1000000] [--json]
+//   - oversized frames (over the 1 MiB message cap),
+//   - heavy predictions (deep checkpointed models) from several connections at once, left
+//     in flight when their connection closes,
+//   - sweeps abandoned by their client (the connection closes while the sweep runs).
+// Reports requests/s, replies by kind, serve's peak RSS (a separate process), whether the
+// abandoned sweeps stopped, and whether serve is still up.
+//   node bench/serve/load.mjs [--clients 50] [--seconds 20] [--huge-samples 1000000]
+//                             [--heavy 8] [--sweeps 4] [--json]
 // Needs `npm run build` (dist/cli.cjs, the addon, the renderer).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +28,8 @@ const { values: opt } = parseArgs({
     slow: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '20' },
     'huge-samples': { type: 'string', default: '1000000' },
+    heavy: { type: 'string', default: '8' },
+    sweeps: { type: 'string', default: '4' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -30,6 +37,8 @@ const CLIENTS = Number(opt.clients);
 const SLOW = Number(opt.slow);
 const SECONDS = Number(opt.seconds);
 const HUGE = Number(opt['huge-samples']);
+const HEAVY = Number(opt.heavy);
+const SWEEPS = Number(opt.sweeps);
 
 const home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-load-'));
 const cli = (args) =>
@@ -95,7 +104,7 @@ const counts = { ok: 0, busy: 0, error: 0, refused: 0, closed: 0 };
 /** Replies each well-behaved client got: none may starve behind the slow and greedy ones. */
 const normalOk = [];
 let requests = 0;
-const deadline = Date.now() + SECONDS * 1000;
+let deadline = Infinity; // set when the load starts (after the huge-run probe)
 
 function connect() {
   return new Promise((resolve, reject) => {
@@ -190,6 +199,65 @@ async function oversized() {
   }
 }
 
+// A prediction that holds a few hundred MB while it simulates (one iteration of a deep,
+// checkpointed model), and a sweep of short runs that would go on for minutes.
+const heavySpec = (k) => ({
+  model: { kind: 'gpt', depth: 192 + 64 * (k % 4), dim: 64, heads: 1, seq: 64, vocab: 100 },
+  batch: 1,
+  iterations: 1,
+  checkpoint: 'block',
+});
+const sweepSpec = { iterations: 200, batch: 8, model: { kind: 'mlp', in: 64, hidden: 64, out: 8, depth: 6 } };
+const heavy = { sent: 0, done: 0, cancelled: 0, busy: 0, error: 0, closed: 0 };
+const sweeps = { started: 0, abandoned: 0 };
+
+async function heavyPredictor(i) {
+  // Four channels each, in flight together; at the deadline the connection closes with
+  // whatever is still unanswered (serve must cancel it).
+  while (Date.now() < deadline) {
+    const ws = await connect();
+    const call = caller(ws);
+    const replies = Array.from({ length: 4 }, (_, k) => {
+      heavy.sent++;
+      requests++;
+      return call('run.predict', { spec: heavySpec(i + k), channel: `heavy-${k}` });
+    });
+    const timer = setTimeout(() => ws.close(), Math.max(0, deadline - Date.now()));
+    for (const r of await Promise.all(replies)) {
+      if (r.ok) heavy[r.result.status === 'cancelled' ? 'cancelled' : 'done']++;
+      else if (r.error.code === 'unavailable') heavy.busy++;
+      else if (r.error.code === 'closed') heavy.closed++;
+      else heavy.error++;
+    }
+    clearTimeout(timer);
+    ws.close();
+  }
+}
+
+async function sweepAbandoner() {
+  while (Date.now() < deadline) {
+    const ws = await connect();
+    const call = caller(ws);
+    sweeps.started++;
+    void call('sweep.start', { spec: sweepSpec, param: 'batch', values: Array.from({ length: 200 }, (_, k) => k + 1) });
+    await new Promise((r) => setTimeout(r, 500));
+    ws.close();
+    sweeps.abandoned++;
+  }
+}
+
+const runIds = () => readdirSync(path.join(home, 'runs')).filter((n) => /^\d{8}-\d{6}-[0-9a-f]{6}$/.test(n));
+const runsOnDisk = () => runIds().length;
+/** Runs whose record still says running: a sweep's current run goes on if its client's leaving did not stop it. */
+const runningOnDisk = () =>
+  runIds().filter((id) => {
+    try {
+      return JSON.parse(readFileSync(path.join(home, 'runs', id, 'meta.json'), 'utf8')).status === 'running';
+    } catch {
+      return false;
+    }
+  }).length;
+
 // One huge-run fetch by a well-behaved client: the reply it gets.
 const probe = await connect();
 const t0h = Date.now();
@@ -198,13 +266,23 @@ const hugeMs = Date.now() - t0h;
 probe.close();
 
 const t0 = Date.now();
+deadline = t0 + SECONDS * 1000;
 await Promise.all([
   ...Array.from({ length: CLIENTS }, (_, i) => normalClient(i).catch(() => counts.refused++)),
   ...Array.from({ length: SLOW }, () => slowReader().catch(() => counts.refused++)),
   greedyClient().catch(() => counts.refused++),
   oversized(),
+  ...Array.from({ length: HEAVY }, (_, i) => heavyPredictor(i).catch(() => counts.refused++)),
+  ...Array.from({ length: SWEEPS }, () => sweepAbandoner().catch(() => counts.refused++)),
 ]);
 const elapsed = (Date.now() - t0) / 1000;
+
+// The abandoned sweeps stop: the run count settles once their connections are gone.
+await new Promise((r) => setTimeout(r, 1500));
+const runsSettled = runsOnDisk();
+const stillRunning = runningOnDisk();
+await new Promise((r) => setTimeout(r, 2000));
+const runsLater = runsOnDisk();
 
 // Still up?
 const last = await connect()
@@ -235,6 +313,14 @@ const report = {
     replyMs: hugeMs,
     ok: hugeReply.ok,
   },
+  heavyPredictions: heavy,
+  abandonedSweeps: {
+    ...sweeps,
+    runsAfterClose: runsSettled,
+    runsLater,
+    stillRunning,
+    stopped: runsLater === runsSettled && stillRunning === 0,
+  },
   serveUpAfter: last,
 };
 if (opt.json) console.log(JSON.stringify(report));
@@ -246,8 +332,14 @@ else {
   );
   console.log(`  serve peak RSS  ${report.peakRssMB} MiB`);
   console.log(
+    `  predictions     ${heavy.sent} heavy: done ${heavy.done}, cancelled ${heavy.cancelled}, busy ${heavy.busy}, closed ${heavy.closed}, error ${heavy.error}`,
+  );
+  console.log(
+    `  sweeps          ${sweeps.abandoned} abandoned; runs on disk ${runsSettled} after (${stillRunning} running), ${runsLater} 2 s later (${report.abandonedSweeps.stopped ? 'stopped' : 'STILL RUNNING'})`,
+  );
+  console.log(
     `  huge run        ${HUGE} samples (${report.hugeRun.chunkMB} MiB on disk) -> ${report.hugeRun.replySamples} samples in ${hugeMs} ms`,
   );
   console.log(`  serve up after  ${last}`);
 }
-process.exit(last ? 0 : 1);
+process.exit(last && report.abandonedSweeps.stopped ? 0 : 1);

@@ -5,7 +5,7 @@ import type { CliIO } from './io';
 import { UsageError } from './io';
 import { formatBytes, table } from './format';
 import { loadAddon } from '../addon/load';
-import type { RunMeta } from '../contract/runs';
+import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { defaultHome } from '../paths';
@@ -154,6 +154,8 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
         (s.trainable_parameters !== s.parameters ? `, ${s.trainable_parameters.toLocaleString('en-US')} trainable` : '') +
         (s.sdpa_backend ? `; attention backend ${s.sdpa_backend}` : ''),
     );
+  const note = historyNote(s.history);
+  if (note) lines.push(note);
   if (s.oom) {
     lines.push(
       '',

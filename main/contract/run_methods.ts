@@ -1,6 +1,6 @@
 // Host methods for experiments: runs, the prediction, the run store, exports, sweeps and fit.
 // Events: `run.progress` (RunProgress, batched per frame), `run.done` (RunDone),
-// `run.error` (RunErrorEvent).
+// `run.error` (RunErrorEvent), each sent only to the run's subscribers (run.subscribe).
 import { z } from 'zod';
 import type { CompareRow, FitResult, FixesResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
 import { SpecSchema, SWEEP_PARAMS, FIT_PARAMS, LIMITS } from './spec';
@@ -14,6 +14,9 @@ const exportTarget = z
 export const runMethods = {
   /** Validates the spec and starts a run; resolves as soon as it runs. */
   'run.start': { params: z.strictObject({ spec: SpecSchema, name: z.string().max(200).optional() }) },
+  /** Run events (run.progress, run.done, run.error) go to the client that started the run;
+   * another client receives a running run's events after subscribing to it. */
+  'run.subscribe': { params: z.strictObject({ runId }) },
   'run.cancel': { params: z.strictObject({ runId }) },
   /** The spec run on the simulated device of its card, without history or samples: the exact
    * peak before running. A newer request on the same channel cancels the one in flight. */
@@ -55,6 +58,7 @@ export interface ExportedFile {
 
 export interface RunResults {
   'run.start': { runId: string };
+  'run.subscribe': { subscribed: boolean };
   'run.cancel': { cancelled: boolean };
   'run.predict': Prediction;
   'runs.list': RunMeta[];

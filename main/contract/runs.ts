@@ -83,6 +83,22 @@ export interface OomReport {
   suggestions: string[];
 }
 
+/** What a run's store holds of its allocator history (store/decimate.ts). */
+export interface HistoryKept {
+  /** Allocator events the run recorded, and how many of them were stored. */
+  recorded: number;
+  kept: number;
+  /** The per-run cap cut the history (thinning by iteration alone leaves this false). */
+  truncated: boolean;
+}
+
+/** One line saying the stored history is not the whole run (CLI, panel, snapshot export); null when it is. */
+export function historyNote(h: HistoryKept | undefined): string | null {
+  if (!h || h.kept >= h.recorded) return null;
+  const n = (x: number) => x.toLocaleString('en-US');
+  return `allocator history: ${n(h.kept)} of ${n(h.recorded)} events kept (${h.truncated ? 'truncated at the per-run cap' : 'thinned by iteration'})`;
+}
+
 export interface RunSummary {
   status: RunStatus;
   /** Protocol readings, bytes relative to the baseline (allocated before the model is built). */
@@ -105,6 +121,8 @@ export interface RunSummary {
   error: string | null;
   samples: number;
   events: number;
+  /** Present when the run recorded allocator history (spec.history); absent in runs stored before. */
+  history?: HistoryKept;
 }
 
 export interface RunGroup {

@@ -1,5 +1,7 @@
 // JSON export: a whole run (meta with spec and summary, timeline, events), or many runs' metas.
-import type { RunMeta, RunRecord } from '../contract/runs';
+// A run can be larger than one string may be (a run stored before history was capped holds
+// millions of events), so the export also comes in pieces, chunk by chunk: the same text.
+import type { MemorySample, RunEvent, RunMeta, RunRecord } from '../contract/runs';
 
 export const EXPORT_FORMAT = 'vramlab.run/1';
 
@@ -9,4 +11,35 @@ export function runJson(run: RunRecord): string {
 
 export function runsJson(runs: readonly RunMeta[]): string {
   return JSON.stringify({ format: 'vramlab.runs/1', runs }, null, 1);
+}
+
+export interface RunChunk {
+  samples: readonly MemorySample[];
+  events: readonly RunEvent[];
+}
+
+/** runJson's text in pieces of about one chunk each; `chunks` is read twice (timeline, then events). */
+export async function* runJsonPieces(
+  meta: RunMeta,
+  chunks: () => AsyncIterable<RunChunk>,
+  decimated?: RunRecord['decimated'],
+): AsyncGenerator<string> {
+  yield `{\n "format": ${JSON.stringify(EXPORT_FORMAT)},\n "meta": ${nested(meta)}`;
+  for (const key of ['timeline', 'events'] as const) {
+    yield `,\n ${JSON.stringify(key)}: [`;
+    let n = 0;
+    for await (const c of chunks()) {
+      let piece = '';
+      for (const x of key === 'timeline' ? c.samples : c.events) piece += `${n++ ? ',' : ''}\n  ${nested(x, '  ')}`;
+      if (piece) yield piece;
+    }
+    yield n ? '\n ]' : ']';
+  }
+  if (decimated) yield `,\n "decimated": ${nested(decimated)}`;
+  yield '\n}';
+}
+
+/** JSON.stringify(v, null, 1) as it reads nested under `pad` more spaces. */
+function nested(v: unknown, pad = ' '): string {
+  return JSON.stringify(v, null, 1).replace(/\n/g, `\n${pad}`);
 }

@@ -8,3 +8,8 @@ export function describeError(err: unknown): string {
     return String(err);
   }
 }
+
+/** The server is at its bound on work: answered with the contract's `unavailable` code. */
+export class UnavailableError extends Error {
+  readonly code = 'unavailable';
+}

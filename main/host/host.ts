@@ -11,7 +11,8 @@ import {
   type EventMessage,
 } from '../contract';
 import type { NativeAddon } from '../addon/types';
-import { describeError } from './errors';
+import { describeError, UnavailableError } from './errors';
+import { Client } from './client';
 
 /** A method's handler: its params as the contract's schema outputs them, its result as the contract types it. */
 export type Handler<M extends MethodName = MethodName> = (
@@ -22,7 +23,12 @@ export type Handler<M extends MethodName = MethodName> = (
 export interface HostContext {
   host: Host;
   transport: 'ipc' | 'websocket';
+  /** Who asked: run events of the runs it starts go to it, and its work ends when it goes. */
+  client: Client;
 }
+
+/** Client ids an event goes to; undefined: every client. */
+export type Audience = ReadonlySet<string> | undefined;
 
 export class Host {
   readonly events = new EventEmitter();
@@ -39,6 +45,45 @@ export class Host {
   }
 
   private readonly disposers: Array<() => void> = [];
+  private readonly subscribers = new Map<string, Set<string>>();
+  private nextClient = 1;
+  /** Callers that name no client (tests, in-process use) share this one; it lives as long as the host. */
+  private readonly local = new Client('local', 'ipc');
+
+  /** A new client of a transport; close it with closeClient when it goes. */
+  openClient(transport: Client['transport']): Client {
+    return new Client(`${transport}-${this.nextClient++}`, transport);
+  }
+
+  /** Cancels the client's work and drops its subscriptions. */
+  closeClient(client: Client): void {
+    client.close();
+    for (const [topic, ids] of this.subscribers) {
+      ids.delete(client.id);
+      if (!ids.size) this.subscribers.delete(topic);
+    }
+  }
+
+  /** `client` receives the events emitted to `topic` (a run id) from now on. */
+  subscribe(client: Client, topic: string): void {
+    if (client.closed) return;
+    let ids = this.subscribers.get(topic);
+    if (!ids) this.subscribers.set(topic, (ids = new Set()));
+    ids.add(client.id);
+  }
+
+  /** The topic is over (the run ended): its subscriptions go. */
+  endTopic(topic: string): void {
+    this.subscribers.delete(topic);
+  }
+
+  /** Emits to the clients subscribed to `topic` only. */
+  emitTo(topic: string, event: string, data: unknown): void {
+    const ids = this.subscribers.get(topic);
+    if (!ids?.size) return;
+    const msg: EventMessage = { event, data };
+    this.events.emit('event', msg, new Set(ids) as Audience);
+  }
   private readonly congestion = new Set<() => boolean>();
 
   /** A transport reports whether its clients are falling behind; while any is, run progress
@@ -66,6 +111,8 @@ export class Host {
         /* shutting down: nothing left to report to */
       }
     }
+    this.local.close();
+    this.subscribers.clear();
     this.events.removeAllListeners();
   }
 
@@ -73,13 +120,14 @@ export class Host {
     this.handlers.set(method, handler as (params: unknown, ctx: HostContext) => unknown);
   }
 
+  /** Emits to every client. */
   emit(event: string, data: unknown): void {
     const msg: EventMessage = { event, data };
-    this.events.emit('event', msg);
+    this.events.emit('event', msg, undefined as Audience);
   }
 
   /** Answers one incoming message. Always resolves; errors become error replies. */
-  async handle(raw: unknown, transport: HostContext['transport']): Promise<Response> {
+  async handle(raw: unknown, transport: HostContext['transport'], client: Client = this.local): Promise<Response> {
     const parsed = RequestSchema.safeParse(raw);
     if (!parsed.success) {
       const id = idOf(raw);
@@ -96,9 +144,9 @@ export class Host {
       checked = res.data;
     }
     try {
-      return { id, ok: true, result: await handler(checked, { host: this, transport }) };
+      return { id, ok: true, result: await handler(checked, { host: this, transport, client }) };
     } catch (err) {
-      return { id, ok: false, error: { code: 'failed', message: describeError(err) } };
+      return { id, ok: false, error: { code: err instanceof UnavailableError ? 'unavailable' : 'failed', message: describeError(err) } };
     }
   }
 }

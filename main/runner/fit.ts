@@ -19,6 +19,8 @@ export interface FitOptions {
   onProbe?: (probe: FitProbe) => void;
   onRunStarted?: (run: StartedRun) => void;
   signal?: { cancelled: boolean };
+  /** Aborting it gives up a run still waiting for a slot (the client went away). */
+  abort?: AbortSignal;
   /** Replaces each run's job (tests: the engine-free synthetic job). */
   jobFor?: (spec: Spec) => NativeJob;
 }
@@ -76,6 +78,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     const probeSpec = parseSpec(input);
     const run = await manager.start(input, {
       job: opts.jobFor?.(probeSpec),
+      signal: opts.abort,
       group: { kind: 'fit', id: fitId, index: probes.length, param, value },
       name: `fit ${param}=${value}`,
     });

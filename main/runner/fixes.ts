@@ -105,6 +105,8 @@ export function lengthFixSpecs(input: unknown): { fix: Fix; spec: Spec; steps: S
 export interface FixesOptions {
   onRunStarted?: (run: StartedRun, index: number) => void;
   signal?: { cancelled: boolean };
+  /** Aborting it gives up a run still waiting for a slot (the client went away). */
+  abort?: AbortSignal;
   jobFor?: (spec: Spec) => NativeJob;
 }
 
@@ -121,6 +123,7 @@ export async function runFixes(manager: RunManager, input: unknown, opts: FixesO
     if (opts.signal?.cancelled) break;
     const run = await manager.start(spec, {
       job: opts.jobFor?.(spec),
+      signal: opts.abort,
       group: { kind: 'fixes', id: fixesId, index, param: 'fix', value: fix.id },
       name: `fix: ${fix.label}`,
     });

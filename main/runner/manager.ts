@@ -12,6 +12,7 @@ import { PeakTracker, summarize } from './summary';
 import { EventThinner, SampleDecimator } from '../store/decimate';
 import type { CardMemory } from '../contract/card';
 import { cardMemory } from './card_memory';
+import type { WorkSlots } from './slots';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
@@ -26,6 +27,8 @@ export interface StartOptions {
   job?: NativeJob;
   /** Called with every native batch, unbatched (the CLI's progress line). */
   onBatch?: (tracker: PeakTracker) => void;
+  /** Aborting it while the run waits for a slot gives up the run (its client went away). */
+  signal?: AbortSignal;
 }
 
 export interface StartedRun {
@@ -47,6 +50,8 @@ export class RunManager {
     readonly store: RunStore,
     private readonly events: Partial<RunEvents> = {},
     private readonly batching: BatcherOptions = {},
+    /** The server-wide bound on runs at once (serve, the app); none for the CLI. */
+    private readonly slots: WorkSlots | null = null,
   ) {}
 
   /** The card a device id names: its total and its CUDA context (fit and sweeps report both). */
@@ -59,7 +64,15 @@ export class RunManager {
     const spec = parseSpec(specInput);
     // The validated spec goes to the engine (a draw of shapes expanded); a sample every allocation feeds the chart.
     const job: NativeJob = opts.job ?? { kind: 'experiment', spec: engineSpec(spec), options: { sample_every: 1 } };
-    const writer = await this.store.create(spec, { name: opts.name, group: opts.group });
+    // A run holds its slot from before its record exists until its native thread ends.
+    const release = this.slots ? await this.slots.acquire(opts.signal) : () => {};
+    let writer: RunWriter;
+    try {
+      writer = await this.store.create(spec, { name: opts.name, group: opts.group });
+    } catch (err) {
+      release();
+      throw err;
+    }
     const runId = writer.id;
     const tracker = new PeakTracker();
     const batcher = new ProgressBatcher(runId, (p) => quietly(() => this.events.progress?.(p)), this.batching);
@@ -97,6 +110,7 @@ export class RunManager {
       }
       if (batch.outcome) {
         finished = true;
+        release();
         this.active.delete(runId);
         try {
           batcher.close();
@@ -104,7 +118,7 @@ export class RunManager {
           failure ??= `runner: ${describeError(err)}`;
         }
         const outcome = failure ? { ...batch.outcome, status: 'error' as const, error: failure } : batch.outcome;
-        void this.finish(spec, writer, outcome, tracker).then(resolveDone);
+        void this.finish(spec, writer, outcome, tracker, keepEvents).then(resolveDone);
       }
     };
     const onWake = () => {
@@ -118,6 +132,7 @@ export class RunManager {
       entry.handle = this.native.startRun(job, onWake);
     } catch (err) {
       // The native side refused the job: no run happened, so none is kept.
+      release();
       this.active.delete(runId);
       await writer.finish('error', null).catch(() => {});
       await this.store.delete(runId).catch(() => {});
@@ -141,11 +156,12 @@ export class RunManager {
     return [...this.active.keys()];
   }
 
-  private async finish(spec: Spec, writer: RunWriter, outcome: NativeOutcome, tracker: PeakTracker): Promise<RunMeta> {
+  private async finish(spec: Spec, writer: RunWriter, outcome: NativeOutcome, tracker: PeakTracker, kept: EventThinner): Promise<RunMeta> {
     let meta: RunMeta;
     let message: string | null = null;
     try {
       const summary = summarize(spec, outcome, tracker);
+      if (spec.history) summary.history = kept.history();
       try {
         meta = await writer.finish(summary.status, summary);
       } catch (err) {

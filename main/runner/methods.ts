@@ -8,26 +8,59 @@ import { compareRows } from '../store/compare';
 import { timelineCsv } from '../export/timeline_csv';
 import { summaryCsv } from '../export/summary_csv';
 import { runJson, runsJson } from '../export/json';
-import { RunManager } from './manager';
+import { RunManager, type StartedRun } from './manager';
+import { WorkSlots } from './slots';
+import type { Client } from '../host/client';
+import os from 'node:os';
 import { Predictor } from './predict';
 import { runSweep } from './sweep';
 import { runFixes } from './fixes';
 import { runFit } from './fit';
 import { RecordCache } from './record_cache';
+import { HISTORY_CAP } from '../store/decimate';
 
 export interface RunMethodsOptions {
   home: string;
   /** False while the renderer's transport is congested (batches wait and merge). */
   ready?: () => boolean;
+  /** Runs and predictions at once across every client (each holds hundreds of MB while it
+   *  goes); more wait, up to maxWaiting each, then are answered busy (`unavailable`). */
+  maxRuns?: number;
+  maxPredictions?: number;
+  maxWaiting?: number;
 }
+
+/** Default bound on work at once: the cores, 2 to 4 (a run or prediction keeps one busy). */
+export const DEFAULT_MAX_WORK = Math.max(2, Math.min(4, os.availableParallelism()));
+export const DEFAULT_MAX_WAITING = 32;
 
 /** Samples one runs.get reply carries at most (about 30 MB of JSON). */
 export const MAX_REPLY_SAMPLES = 200_000;
+const REPLY_BOUNDS = { maxSamples: MAX_REPLY_SAMPLES, maxEvents: HISTORY_CAP };
 
-export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMethodsOptions): { manager: () => Promise<RunManager> } {
+export interface WorkLoad {
+  runs: number;
+  predictions: number;
+  waiting: number;
+}
+
+export function registerRunMethods(
+  host: Host,
+  native: NativeAddon,
+  opts: RunMethodsOptions,
+): { manager: () => Promise<RunManager>; load: () => WorkLoad } {
   let opening: Promise<RunManager> | null = null;
   let opened: RunManager | null = null;
-  const predictor = new Predictor(native);
+  const waiting = opts.maxWaiting ?? DEFAULT_MAX_WAITING;
+  const runSlots = new WorkSlots('runs', opts.maxRuns ?? DEFAULT_MAX_WORK, waiting);
+  const predictionSlots = new WorkSlots('predictions', opts.maxPredictions ?? DEFAULT_MAX_WORK, waiting);
+  const predictor = new Predictor(native, predictionSlots);
+  /** Work holding a slot now, and waiting for one (tests, the load bench). */
+  const load = (): WorkLoad => ({
+    runs: runSlots.active,
+    predictions: predictionSlots.active,
+    waiting: runSlots.queued + predictionSlots.queued,
+  });
   const records = new RecordCache();
   host.onDispose(() => records.clear());
   // Closing the window or quitting stops every run (its record is finished as cancelled);
@@ -43,11 +76,19 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
           native,
           store,
           {
-            progress: (p) => host.emit('run.progress', p),
-            done: (meta) => host.emit('run.done', { runId: meta.id, meta }),
-            error: (runId, message, meta) => host.emit('run.error', { runId, message, meta }),
+            // Run events go to the run's subscribers only (who started it, or asked).
+            progress: (p) => host.emitTo(p.runId, 'run.progress', p),
+            done: (meta) => {
+              host.emitTo(meta.id, 'run.done', { runId: meta.id, meta });
+              host.endTopic(meta.id);
+            },
+            error: (runId, message, meta) => {
+              host.emitTo(runId, 'run.error', { runId, message, meta });
+              host.endTopic(runId);
+            },
           },
           { ready: opts.ready },
+          runSlots,
         )),
       (err) => {
         opening = null; // let a later call retry (e.g. the folder became writable)
@@ -56,9 +97,53 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
     ));
   const store = async () => (await manager()).store;
 
-  host.register('run.start', async ({ spec, name }) => ({ runId: (await (await manager()).start(spec, { name })).runId }));
+  /** The client follows the run and the run ends if the client goes. */
+  const own = (m: RunManager, client: Client, run: StartedRun) => {
+    host.subscribe(client, run.runId);
+    const off = client.onClose(() => m.cancel(run.runId));
+    void run.done.then(off);
+  };
+  /** A sweep, fit or fixes: stops (its current run cancelled) when its client goes. */
+  const work = (m: RunManager, client: Client) => {
+    const signal = { cancelled: false };
+    let current: string | null = null;
+    const off = client.onClose(() => {
+      signal.cancelled = true;
+      if (current) m.cancel(current);
+    });
+    return {
+      signal,
+      abort: client.signal,
+      onRunStarted: (run: StartedRun) => {
+        current = run.runId;
+        own(m, client, run);
+      },
+      off,
+    };
+  };
+  const until = async <T>(w: { off: () => void }, p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } finally {
+      w.off();
+    }
+  };
+
+  host.register('run.start', async ({ spec, name }, { client }) => {
+    const m = await manager();
+    const run = await m.start(spec, { name, signal: client.signal });
+    own(m, client, run);
+    return { runId: run.runId };
+  });
+  host.register('run.subscribe', async ({ runId }, { client }) => {
+    const live = (await manager()).activeRuns().includes(runId);
+    if (live) host.subscribe(client, runId);
+    return { subscribed: live };
+  });
   host.register('run.cancel', async ({ runId }) => ({ cancelled: (await manager()).cancel(runId) }));
-  host.register('run.predict', ({ spec, channel }) => predictor.predict(spec, channel));
+  host.register('run.predict', ({ spec, channel }, { client }) =>
+    predictor.predict(spec, `${client.id}\u0000${channel ?? ''}`, client.signal),
+  );
   host.register('runs.list', async (p) => {
     const all = await (await store()).list();
     return p?.group ? all.filter((m) => m.group?.id === p.group) : all;
@@ -67,7 +152,7 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
   host.register('runs.get', async ({ id }) => {
     const s = await store();
     const meta = await s.meta(id);
-    return records.get(`${id}/${meta.updated}`, () => s.get(id, { maxSamples: MAX_REPLY_SAMPLES }));
+    return records.get(`${id}/${meta.updated}`, () => s.get(id, REPLY_BOUNDS));
   });
   host.register('runs.rename', async ({ id, name }) => (await store()).rename(id, name));
   host.register('runs.delete', async ({ id }) => {
@@ -78,18 +163,33 @@ export function registerRunMethods(host: Host, native: NativeAddon, opts: RunMet
   host.register('runs.compare', async ({ ids }) => compareRows(await metas(await store(), ids)));
   host.register('runs.exportCsv', async ({ id, ids }) => {
     const s = await store();
-    if (id) return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv' as const, content: timelineCsv(await s.get(id)) };
+    if (id)
+      return { filename: `vramlab-${id}-timeline.csv`, mime: 'text/csv' as const, content: timelineCsv(await s.get(id, REPLY_BOUNDS)) };
     return { filename: 'vramlab-runs.csv', mime: 'text/csv' as const, content: summaryCsv(await metas(s, ids ?? [])) };
   });
   host.register('runs.exportJson', async ({ id, ids }) => {
     const s = await store();
-    if (id) return { filename: `vramlab-${id}.json`, mime: 'application/json' as const, content: runJson(await s.get(id)) };
+    // The download is built in the tab: bounded like runs.get (a run stored before history was
+    // capped comes back thinned, with `decimated` saying so). `vramlab runs export` streams it whole.
+    if (id) return { filename: `vramlab-${id}.json`, mime: 'application/json' as const, content: runJson(await s.get(id, REPLY_BOUNDS)) };
     return { filename: 'vramlab-runs.json', mime: 'application/json' as const, content: runsJson(await metas(s, ids ?? [])) };
   });
-  host.register('sweep.start', async ({ spec, param, values }) => runSweep(await manager(), spec, param, values));
-  host.register('fixes.start', async ({ spec }) => runFixes(await manager(), spec));
-  host.register('fit.start', async ({ spec, param, max, maxBatch }) => runFit(await manager(), spec, { param, max: max ?? maxBatch }));
-  return { manager };
+  host.register('sweep.start', async ({ spec, param, values }, { client }) => {
+    const m = await manager();
+    const w = work(m, client);
+    return until(w, runSweep(m, spec, param, values, w));
+  });
+  host.register('fixes.start', async ({ spec }, { client }) => {
+    const m = await manager();
+    const w = work(m, client);
+    return until(w, runFixes(m, spec, w));
+  });
+  host.register('fit.start', async ({ spec, param, max, maxBatch }, { client }) => {
+    const m = await manager();
+    const w = work(m, client);
+    return until(w, runFit(m, spec, { param, max: max ?? maxBatch, ...w }));
+  });
+  return { manager, load };
 }
 
 async function metas(store: RunStore, ids: readonly string[]): Promise<RunMeta[]> {

@@ -12,6 +12,8 @@ export interface SweepOptions {
   onRunStarted?: (run: StartedRun, index: number) => void;
   /** Set by the caller to stop after the current run. */
   signal?: { cancelled: boolean };
+  /** Aborting it gives up a run still waiting for a slot (the client went away). */
+  abort?: AbortSignal;
   /** Replaces each run's job (tests: the engine-free synthetic job). */
   jobFor?: (spec: Spec) => NativeJob;
 }
@@ -52,6 +54,7 @@ export async function runSweep(
     const input = withParam((base ?? {}) as SpecInput, p, value);
     const run = await manager.start(input, {
       job: opts.jobFor?.(parseSpec(input)),
+      signal: opts.abort,
       group: { kind: 'sweep', id: sweepId, index: i, param: p, value },
       name: `sweep ${p}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`,
     });

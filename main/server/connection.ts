@@ -3,10 +3,12 @@
 //  - back-pressure: while the socket holds more than `highWater` unsent bytes, we stop
 //    reading its requests (TCP pushes back on the client) and wait before sending more;
 //  - replies larger than one frame go out as 'part' frames, written as the socket drains;
-//  - a client silent for `idleMs` is closed, one that stops answering pings is dropped.
+//  - a client silent for `idleMs` is closed, one that stops answering pings is dropped;
+//  - when it closes, the work it started is cancelled.
 import type { WebSocket } from 'ws';
 import { MAX_FRAME_CHARS, type Response, type ServerMessage } from '../contract';
 import type { Host } from '../host/host';
+import type { Client } from '../host/client';
 import { jsonPieces } from './json_stream';
 
 export interface ConnectionLimits {
@@ -25,8 +27,10 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 
 type Socket = { pause(): void; resume(): void; once(e: 'drain', f: () => void): void };
 
-export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLimits): void {
+/** Returns the connection's client: its id routes run events, and its work ends when it closes. */
+export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLimits): Client {
   const socket = (ws as unknown as { _socket: Socket })._socket;
+  const client = host.openClient('websocket');
   let inFlight = 0;
   let paused = false;
   let lastSeen = Date.now();
@@ -118,7 +122,7 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
       // waits in memory per congested connection; further requests meet the in-flight limit.
       if (ws.bufferedAmount > limits.highWater) await waitForRoom();
       if (ws.readyState !== ws.OPEN) return;
-      await send(await host.handle(parsed, 'websocket'));
+      await send(await host.handle(parsed, 'websocket', client));
     } finally {
       inFlight--;
       lastSeen = Date.now();
@@ -147,6 +151,11 @@ export function attachConnection(ws: WebSocket, host: Host, limits: ConnectionLi
     Math.min(limits.pingMs, limits.idleMs),
   );
   timer.unref?.();
-  ws.on('close', () => clearInterval(timer));
+  ws.on('close', () => {
+    clearInterval(timer);
+    // Its runs, predictions, sweeps, fits and fixes stop: nobody is left to read them.
+    host.closeClient(client);
+  });
   ws.on('error', () => ws.terminate());
+  return client;
 }

@@ -1,10 +1,10 @@
 // `vramlab serve`: the built renderer over HTTP and the host's contract over a WebSocket,
 // on 127.0.0.1 by default, behind a random token carried in the page URL.
 import { createServer, type Server } from 'node:http';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { MAX_MESSAGE_BYTES, type EventMessage, type ServerMessage } from '../contract';
-import type { Host } from '../host/host';
+import type { Audience, Host } from '../host/host';
 import { newToken, refuseUpgrade, isLoopback } from './auth';
 import { serveStatic } from './static';
 import { attachConnection, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connection';
@@ -43,6 +43,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.limits };
   const maxClients = opts.maxClients ?? 64;
+  const clientOf = new WeakMap<WebSocket, string>();
 
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
@@ -60,12 +61,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\ntoo many clients (${maxClients})`);
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => attachConnection(ws, opts.host, limits));
+    wss.handleUpgrade(req, socket, head, (ws) => clientOf.set(ws, attachConnection(ws, opts.host, limits).id));
   });
 
-  const onEvent = (msg: EventMessage) => {
-    const frame = JSON.stringify({ type: 'event', ...msg } satisfies ServerMessage);
-    for (const ws of wss.clients) if (ws.readyState === ws.OPEN && ws.bufferedAmount < MAX_BUFFERED) ws.send(frame);
+  // Run events name their audience (the run's subscribers); other events go to everyone.
+  const onEvent = (msg: EventMessage, audience: Audience) => {
+    let frame: string | null = null;
+    for (const ws of wss.clients) {
+      if (audience && !audience.has(clientOf.get(ws) ?? '')) continue;
+      if (ws.readyState !== ws.OPEN || ws.bufferedAmount >= MAX_BUFFERED) continue;
+      ws.send((frame ??= JSON.stringify({ type: 'event', ...msg } satisfies ServerMessage)));
+    }
   };
   opts.host.events.on('event', onEvent);
   const removeProbe = opts.host.addCongestionProbe(() => {

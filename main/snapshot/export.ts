@@ -4,7 +4,7 @@
 //
 // Seams: the run store calls `exportRunRecord(record)`; a replay calls `buildSnapshot` with
 // its history and final segments. Both end in `snapshotToBytes`.
-import type { RunRecord } from '../contract/runs';
+import type { HistoryKept, RunRecord } from '../contract/runs';
 import type { Frame, Frames, Snapshot, SnapshotAllocatorSettings, SnapshotBlock, SnapshotSegment, TraceAction, TraceEvent } from './model';
 import { ROUNDUP_INTERVALS } from './model';
 import { writePickle } from './pickle/writer';
@@ -73,6 +73,8 @@ export interface ExportInput {
    * every axis starts on 1 January 1970.
    */
   timeBaseUs?: number;
+  /** What the source kept of its history: a cut one is marked in the pickle ("vramlab_history"). */
+  history?: HistoryKept;
 }
 
 export function buildSnapshot(input: ExportInput): Snapshot {
@@ -101,6 +103,17 @@ export function buildSnapshot(input: ExportInput): Snapshot {
             ['time_us', base + Math.round(a.timeUs)],
           ]),
       ),
+    );
+  }
+  if (input.history && input.history.kept < input.history.recorded) {
+    // PyTorch's readers ignore keys they do not know; ours says the trace is not the whole run.
+    other.set(
+      'vramlab_history',
+      new Map<string, PickleValue>([
+        ['recorded', input.history.recorded],
+        ['kept', input.history.kept],
+        ['truncated', input.history.truncated],
+      ]),
     );
   }
   return { segments, deviceTraces, allocatorSettings: settingsFromAllocConf(input.allocConf ?? ''), addressBase: 0n, other };
@@ -365,7 +378,22 @@ export function exportRunRecord(record: RunRecord, allocConf = record.meta.spec.
   }
   // The run's modelled clock starts when the run was created.
   const created = Date.parse(record.meta.created);
-  return buildSnapshot({ events, allocConf, annotations, timeBaseUs: Number.isFinite(created) ? created * 1000 : Date.now() * 1000 });
+  return buildSnapshot({
+    events,
+    allocConf,
+    annotations,
+    timeBaseUs: Number.isFinite(created) ? created * 1000 : Date.now() * 1000,
+    history: runHistory(record),
+  });
+}
+
+/** What the record holds of the run's history: the stored mark, or the counts of a run read decimated. */
+export function runHistory(record: RunRecord): HistoryKept | undefined {
+  const stored = record.meta.summary?.history;
+  if (!record.decimated) return stored;
+  const kept = record.events.reduce((n, e) => n + (e.type === 'alloc' ? 1 : 0), 0);
+  const recorded = Math.max(stored?.recorded ?? 0, record.decimated.events);
+  return { recorded, kept, truncated: kept < recorded };
 }
 
 /** vramlab's native history names ('free', 'empty_cache') mapped onto PyTorch's. */

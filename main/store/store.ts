@@ -14,7 +14,7 @@ import type { Spec } from '../contract/spec';
 import { modelName } from '../contract/catalogue';
 import { readJson, syncDir, TMP_MARK, writeJsonAtomic } from './atomic';
 import { CHUNK_ITEMS, RunWriter } from './writer';
-import { EventThinner, SampleDecimator } from './decimate';
+import { EventThinner, HISTORY_CAP, SampleDecimator } from './decimate';
 import { metaProblem } from './meta_check';
 import { DEFAULT_GRACE_MS, isAbandoned, isAlive, ownedName } from './leftovers';
 
@@ -114,35 +114,46 @@ export class RunStore {
   }
 
   /**
-   * A run with its timeline. With maxSamples, a run stored with more samples than that
-   * (one written before timelines were decimated: hundreds of MB) is decimated while it is
-   * read, peaks kept, so the reply stays bounded whatever is on disk.
+   * A run with its timeline. With maxSamples (maxEvents), a run stored with more samples
+   * (events) than that, one written before timelines were decimated or history capped
+   * (hundreds of MB), is decimated while it is read, peaks kept, so the reply stays bounded
+   * whatever is on disk; `decimated` then gives the counts on disk.
    */
-  async get(id: string, opts: { maxSamples?: number } = {}): Promise<RunRecord> {
+  async get(id: string, opts: { maxSamples?: number; maxEvents?: number } = {}): Promise<RunRecord> {
     const meta = await this.meta(id);
     const dir = path.join(this.runDir(id), 'chunks');
     const names = await chunkNames(dir);
-    const max = opts.maxSamples ?? Infinity;
-    if (names.length * CHUNK_ITEMS <= max) return { meta, ...(await readChunks(dir, names)) };
+    const maxS = opts.maxSamples ?? Infinity;
+    const maxE = opts.maxEvents ?? Infinity;
+    // A run stored with the history cap (summary.history) holds no more events than the cap.
+    const items = names.length * CHUNK_ITEMS;
+    if (items <= maxS && (items <= maxE || (meta.summary?.history && maxE >= HISTORY_CAP)))
+      return { meta, ...(await readChunks(dir, names)) };
     let samples = 0;
     let events = 0;
-    for (const n of names) {
-      const c = await readJson<{ samples?: unknown[]; events?: unknown[] }>(path.join(dir, n));
-      samples += c.samples?.length ?? 0;
-      events += c.events?.length ?? 0;
+    for await (const c of eachChunk(dir, names)) {
+      samples += c.samples.length;
+      events += c.events.length;
     }
-    if (samples <= max) return { meta, ...(await readChunks(dir, names)) };
-    const keep = new SampleDecimator(Infinity, Math.ceil((2 * samples) / max)); // 2 picks per bucket at most
-    const thin = new EventThinner(Math.max(1, Math.floor(max / 8)));
+    if (samples <= maxS && events <= maxE) return { meta, ...(await readChunks(dir, names)) };
+    // 2 picks per bucket at most; within the bounds, everything is kept.
+    const keep = samples > maxS ? new SampleDecimator(Infinity, Math.ceil((2 * samples) / maxS)) : new SampleDecimator(Infinity, 1);
+    const thin = new EventThinner(samples > maxS ? Math.max(1, Math.floor(maxS / 8)) : Infinity, maxE);
     const timeline: MemorySample[] = [];
     const evs: RunEvent[] = [];
-    for (const n of names) {
-      const c = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
-      for (const s of keep.push(c.samples ?? [])) timeline.push(s);
-      for (const e of thin.push(c.events ?? [])) evs.push(e);
+    for await (const c of eachChunk(dir, names)) {
+      for (const s of keep.push(c.samples)) timeline.push(s);
+      for (const e of thin.push(c.events)) evs.push(e);
     }
     for (const s of keep.flush()) timeline.push(s);
     return { meta, timeline, events: evs, decimated: { samples, events } };
+  }
+
+  /** A run's chunks one at a time, in order: exports stream a run of any size through this. */
+  async *chunks(id: string): AsyncGenerator<{ samples: MemorySample[]; events: RunEvent[] }> {
+    await this.meta(id);
+    const dir = path.join(this.runDir(id), 'chunks');
+    yield* eachChunk(dir, await chunkNames(dir));
   }
 
   async rename(id: string, name: string): Promise<RunMeta> {
@@ -259,6 +270,13 @@ async function chunkNames(dir: string): Promise<string[]> {
     return (await fs.readdir(dir)).filter((n) => /^\d{6}\.json$/.test(n)).sort();
   } catch {
     return []; // no chunks yet
+  }
+}
+
+async function* eachChunk(dir: string, names: readonly string[]): AsyncGenerator<{ samples: MemorySample[]; events: RunEvent[] }> {
+  for (const n of names) {
+    const c = await readJson<{ samples?: MemorySample[]; events?: RunEvent[] }>(path.join(dir, n));
+    yield { samples: c.samples ?? [], events: c.events ?? [] };
   }
 }
 

@@ -1,5 +1,5 @@
 // `vramlab runs`: list, show, export, rename, delete and compare stored runs.
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { parse } from '../args';
 import { UsageError, type CliIO, type Command } from '../io';
 import { formatBytes, table } from '../format';
@@ -8,7 +8,7 @@ import { RunStore } from '../../store/store';
 import { compareRows } from '../../store/compare';
 import { timelineCsv } from '../../export/timeline_csv';
 import { summaryCsv } from '../../export/summary_csv';
-import { runJson, runsJson } from '../../export/json';
+import { runJsonPieces, runsJson } from '../../export/json';
 import { describeRun, runJsonResult } from '../support';
 
 const USAGE = `usage: vramlab runs [list] [--json]
@@ -47,10 +47,15 @@ const runs: Command = async (args, io) => {
     }
     case 'export': {
       const id = one(rest, 'export ID');
-      const record = await store.get(id);
       if (values.csv === undefined && values.json === undefined) throw new UsageError('export: give --csv FILE or --json FILE');
-      if (values.csv !== undefined) emit(io, values.csv, timelineCsv(record));
-      if (typeof values.json === 'string') emit(io, values.json, runJson(record) + '\n');
+      if (values.csv !== undefined) emit(io, values.csv, timelineCsv(await store.get(id)));
+      // Streamed chunk by chunk: a run of any size is exported whole, never held as one string.
+      if (typeof values.json === 'string')
+        await emitPieces(
+          io,
+          values.json,
+          runJsonPieces(await store.meta(id), () => store.chunks(id)),
+        );
       return 0;
     }
     case 'export-summary': {
@@ -124,6 +129,21 @@ async function list(store: RunStore, io: CliIO, json: boolean): Promise<number> 
 function one(rest: string[], what: string): string {
   if (rest.length !== 1) throw new UsageError(what);
   return rest[0];
+}
+
+async function emitPieces(io: CliIO, file: string, pieces: AsyncIterable<string>): Promise<void> {
+  const toStdout = file === '-' || file === '';
+  const fd = toStdout ? -1 : openSync(file, 'w');
+  try {
+    for await (const p of pieces) {
+      if (toStdout) io.out(p);
+      else writeSync(fd, p);
+    }
+    if (toStdout) io.out('\n');
+    else writeSync(fd, '\n');
+  } finally {
+    if (!toStdout) closeSync(fd);
+  }
 }
 
 function emit(io: CliIO, file: string, content: string): void {

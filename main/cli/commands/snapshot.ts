@@ -3,8 +3,10 @@
 //   export RUN_ID -o OUT         a stored run as a snapshot pickle
 //   export --from-replay FILE -o OUT   a what-if replay of a snapshot, as a snapshot
 import { writeFileSync } from 'node:fs';
+import { historyNote } from '../../contract/runs';
 import { defaultHome } from '../../paths';
-import { exportRunRecord, replayHistoryToSnapshot, snapshotToBytes } from '../../snapshot/export';
+import { exportRunRecord, replayHistoryToSnapshot, runHistory, snapshotToBytes } from '../../snapshot/export';
+import { HISTORY_CAP } from '../../store/decimate';
 import { busiestDevice } from '../../snapshot/import';
 import { openSnapshot } from '../open_snapshot';
 import { replayer } from '../../snapshot/replay';
@@ -141,11 +143,15 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
   } else {
     if (positionals.length !== 1) throw new UsageError(`expected RUN_ID (or --from-replay FILE)\n\n${USAGE}`);
     const store = await RunStore.open(defaultHome());
-    const record = await store.get(positionals[0]);
+    // A run stored before history was capped is read capped: the pickle stays within bounds.
+    const record = await store.get(positionals[0], { maxEvents: HISTORY_CAP });
     if (!record.events.some((e) => e.type === 'alloc')) {
       throw new Error(`run ${positionals[0]} has no allocator history (run it with history on to export a snapshot)`);
     }
     bytes = snapshotToBytes(exportRunRecord(record));
+    const h = runHistory(record);
+    const note = historyNote(h);
+    if (note) io.out(note + '\n');
   }
   writeFileSync(values.out, bytes);
   io.out(`wrote ${values.out} (${formatBytes(bytes.length)})\n`);
