@@ -12,10 +12,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "runner/job.h"
+#include "runner/run_thread.h"
 
 namespace vramlab::runner {
 
@@ -42,8 +42,10 @@ class RunWorker {
  public:
   // `notify` and `on_exit` run on the worker thread; on_exit is its very last action
   // (after the final notify), so a ThreadSafeFunction can be released there.
+  // stack_bytes: the run thread's stack (tests choose a small one to prove the engine's
+  // stack use is bounded).
   RunWorker(std::unique_ptr<Job> job, std::function<void()> notify, std::function<void()> on_exit = {},
-            size_t max_queued = size_t(1) << 11);
+            size_t max_queued = size_t(1) << 11, size_t stack_bytes = kRunThreadStackBytes);
   ~RunWorker();  // cancels and joins: never leaves a thread running
   RunWorker(const RunWorker&) = delete;
   RunWorker& operator=(const RunWorker&) = delete;
@@ -72,8 +74,9 @@ class RunWorker {
   std::function<void()> notify_;
   std::function<void()> on_exit_;
   size_t max_queued_;
+  size_t stack_bytes_;
   std::atomic<bool> cancel_{false};
-  std::thread thread_;
+  RunThread thread_;
 
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

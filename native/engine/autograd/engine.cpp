@@ -131,7 +131,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     root_edges.push_back(gradient_edge(r));
     grads.push_back(g);
   }
-  auto graph_root = std::make_shared<GraphRoot>(std::move(root_edges), std::move(grads));
+  auto graph_root = new_node<GraphRoot>(std::move(root_edges), std::move(grads));
 
   // Dependencies: how many edges point at each node.
   std::unordered_map<Node*, int> deps;

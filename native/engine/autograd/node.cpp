@@ -26,6 +26,88 @@ uint64_t next_sequence_nr() { return g_seq.fetch_add(1); }
 
 Node::Node() : seq_(next_sequence_nr()) {}
 
+namespace {
+
+// One graph release on this thread. Nodes freed while it runs (a saved tensor whose
+// grad_fn had no other owner, a checkpoint frame's inputs) share its stack.
+struct GraphRelease {
+  std::vector<std::shared_ptr<Node>> stack;
+  std::vector<Node*> deferred;  // owned nodes freed past the nesting bound
+  int depth = 0;
+};
+thread_local GraphRelease* t_release = nullptr;  // trivially destructible: safe at thread exit
+
+// A node freed inside another node's release is released there and then, as PyTorch's
+// nested deleteNode calls are, up to this depth; deeper ones wait for the outermost
+// release, so no chain of owners (node -> saved tensor -> grad_fn -> ...) can recurse.
+constexpr int kMaxNestedReleases = 16;
+
+// torch/csrc/autograd/function.cpp gatherFunctions.
+void gather_functions(Node* fn, std::vector<std::shared_ptr<Node>>& stack) {
+  fn->release_variables();
+  for (auto& e : fn->next_edges()) {
+    if (e.fn.use_count() == 1)
+      stack.push_back(std::move(e.fn));
+    else
+      e.fn.reset();
+  }
+}
+
+// Pops and releases down to `floor`; each popped node's last reference goes at the end
+// of its turn, when its edges are already empty.
+void drain(GraphRelease& r, size_t floor) {
+  while (r.stack.size() > floor) {
+    std::shared_ptr<Node> fn = std::move(r.stack.back());
+    r.stack.pop_back();
+    gather_functions(fn.get(), r.stack);
+  }
+}
+
+// owned: called as the deleter (fn is deleted here); else from ~Node, fn's own members
+// already gone.
+void release_graph(Node* fn, bool owned) {
+  GraphRelease local;
+  GraphRelease* r = t_release;
+  const bool outermost = r == nullptr;
+  if (outermost) r = t_release = &local;
+  if (r->depth >= kMaxNestedReleases) {
+    if (owned)
+      r->deferred.push_back(fn);
+    else
+      gather_functions(fn, r->stack);  // an enclosing release drains what this pushes
+    return;
+  }
+  ++r->depth;
+  const size_t floor = r->stack.size();
+  gather_functions(fn, r->stack);
+  if (owned) delete fn;
+  drain(*r, floor);
+  if (outermost) {
+    while (!r->deferred.empty()) {
+      Node* d = r->deferred.back();
+      r->deferred.pop_back();
+      gather_functions(d, r->stack);
+      delete d;
+      drain(*r, floor);
+    }
+    t_release = nullptr;
+  }
+  --r->depth;
+}
+
+}  // namespace
+
+void delete_node(Node* fn) {
+  if (fn) release_graph(fn, true);
+}
+
+Node::~Node() {
+  // Through delete_node the edges are already empty; otherwise release them here.
+  bool any = false;
+  for (auto& e : next_) any = any || e.fn;
+  if (any) release_graph(this, false);
+}
+
 uint32_t Node::add_input_metadata(const Tensor& t) {
   inputs_.push_back(InputMetadata{t.sizes(), t.dtype()});
   return uint32_t(inputs_.size() - 1);
@@ -152,7 +234,7 @@ Edge gradient_edge(const Tensor& t) {
   if (!impl->requires_grad) return {};
   auto acc = impl->grad_accumulator.lock();
   if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
+    acc = new_node<AccumulateGrad>(t);
     impl->grad_accumulator = acc;
   }
   return Edge{acc, 0};

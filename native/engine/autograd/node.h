@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -62,7 +63,9 @@ class Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
   explicit Node(uint64_t sequence_nr) : seq_(sequence_nr) {}
-  virtual ~Node() = default;
+  // Releases the next edges without recursing (see delete_node): a node made without
+  // delete_node still frees a deep graph in bounded stack.
+  virtual ~Node();
   virtual std::string name() const = 0;
   // grads[i] is the gradient of forward output i (may be undefined).
   virtual TensorList apply(TensorList& grads) = 0;
@@ -84,6 +87,18 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_;
   std::vector<InputMetadata> inputs_;
 };
+
+// The deleter of every node (torch::autograd::deleteNode): frees a graph iteratively, so
+// a chain of any length is released in bounded stack. The node's saved variables go
+// first, then each next node whose last owner this was is moved onto an explicit stack
+// instead of being destroyed inside this one, the last edge first, as PyTorch frees them.
+void delete_node(Node* fn);
+
+// A node owned through delete_node, as PyTorch's generated code makes them.
+template <class N, class... Args>
+std::shared_ptr<N> new_node(Args&&... args) {
+  return std::shared_ptr<N>(new N(std::forward<Args>(args)...), delete_node);
+}
 
 // Gradient sink of a leaf tensor: steals the incoming buffer on first use when
 // nothing else references it and it obeys the parameter's layout; adds in place after.

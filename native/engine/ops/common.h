@@ -22,7 +22,7 @@ inline Tensor& with_history(Tensor& out, const std::shared_ptr<Node>& node) {
 template <class N>
 std::shared_ptr<N> make_node(std::initializer_list<const Tensor*> inputs) {
   if (!any_requires_grad(inputs)) return nullptr;
-  auto n = std::make_shared<N>();
+  auto n = new_node<N>();
   collect_next_edges(*n, inputs);
   return n;
 }

@@ -83,7 +83,7 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim_in) {
     bool any = false;
     for (auto& t : ts) any = any || t.requires_grad();
     if (any) {
-      n = std::make_shared<CatBackward0>();
+      n = new_node<CatBackward0>();
       for (auto& t : ts) n->next_edges().push_back(gradient_edge(t));
       n->dim = dim;
       for (auto& t : ts) n->sizes_along.push_back(t.size(dim));
@@ -105,7 +105,7 @@ std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim_in) {
   const int64_t len = t.size(dim);
   std::shared_ptr<SplitBackward0> n;
   if (any_requires_grad({&t})) {
-    n = std::make_shared<SplitBackward0>();
+    n = new_node<SplitBackward0>();
     n->next_edges().push_back(gradient_edge(t));
     n->self_sizes = t.sizes();
     n->dtype = t.dtype();
