@@ -102,6 +102,7 @@ const runs: Command = async (args, io) => {
 
 async function list(store: RunStore, io: CliIO, json: boolean): Promise<number> {
   const { runs: metas, damaged } = await store.scan();
+  for (const p of store.recoveryProblems) io.err(`vramlab runs: warning: ${p}\n`);
   // Damaged runs are reported on stderr, so --json output stays the list it always was.
   for (const d of damaged) io.err(`vramlab runs: skipped run ${d.id}: ${d.problem}\n`);
   if (json) {
