@@ -36,7 +36,9 @@ export function preview(value: unknown, max = ECHO_CHARS): string {
   };
   const walk = (v: unknown, depth: number): void => {
     if (typeof v === 'string') return put(quote(v, Math.max(8, left)));
-    if (v === null || typeof v !== 'object') return put(typeof v === 'bigint' ? `${v}n` : String(JSON.stringify(v) ?? v));
+    // Numbers as JavaScript writes them: NaN and Infinity, which JSON would print as null.
+    if (typeof v === 'number' || typeof v === 'bigint') return put(typeof v === 'bigint' ? `${v}n` : String(v));
+    if (v === null || typeof v !== 'object') return put(String(JSON.stringify(v) ?? v));
     if (depth > 4) return put(Array.isArray(v) ? '[...]' : '{...}');
     if (Array.isArray(v)) {
       put('[');

@@ -84,6 +84,8 @@ describe('spec error messages stay short whatever the input', () => {
     const lines = issues({ model: gpt, shapes: { seq: { min: 1, max: 8 }, seed: 1e300 } });
     expect(lines).toEqual(['shapes.seed: must be an integer from 0 to 4294967295 (got 1e+300)']);
     expect(issues({ batch: -1e300 })).toHaveLength(1);
+    // Echoed as given: JSON would have printed NaN as null.
+    expect(issues({ batch: NaN })).toEqual(['batch: must be an integer from 1 to 16777216 (got NaN)']);
   });
 });
 
