@@ -139,11 +139,17 @@ describe('snapshot and replay arguments', () => {
 });
 
 describe('spec files and messages', () => {
-  it('a spec file of several MB is refused by its size, unread', async () => {
-    const big = file('big.json', JSON.stringify({ alloc_conf: 'x'.repeat(5 * 2 ** 20) }));
-    const r = await cli(['run', big]);
+  it('a spec file over 8 MiB is refused by its size, unread; a histogram of 10^6 lengths by the 4096 limit', async () => {
+    const big = file('big.json', JSON.stringify({ alloc_conf: 'x'.repeat(9 * 2 ** 20) }));
+    const histogram = Array.from({ length: 1e6 }, (_, i) => [1 + (i % 64), 1]);
+    const hist = file('hist.json', JSON.stringify({ model: { kind: 'gpt' }, shapes: { seq: { histogram } } }));
+    const [r, h] = await Promise.all([cli(['run', big]), cli(['run', hist])]);
     expect(r.code).toBe(2);
-    expect(r.err).toBe(`vramlab run: ${big} is 5.00 MiB: a spec file is at most 4.00 MiB\n`);
+    expect(r.err).toBe(`vramlab run: ${big} is 9.00 MiB: a spec file is at most 8.00 MiB\n`);
+    expect(h.code).toBe(2);
+    expect(h.err).toBe(
+      'vramlab run: invalid spec:\n  shapes.seq.histogram: lists 1000000 items; no list in a spec may hold more than 4096\n',
+    );
   });
 
   it('echoes in spec errors are clipped: long values, many keys, one issue per rule', async () => {
