@@ -9,6 +9,10 @@ import sweep from './commands/sweep';
 import fit from './commands/fit';
 import fixes from './commands/fixes';
 import runs from './commands/runs';
+import { clipText, quote } from '../contract/echo';
+
+/** Characters of one error message printed (a spec's eight issues fit in a few hundred). */
+const MAX_MESSAGE = 8192;
 
 export const commands: Record<string, { run: Command; summary: string }> = {
   devices: { run: devices, summary: 'list simulated presets and CUDA GPUs' },
@@ -35,17 +39,15 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
   }
   const cmd = commands[name];
   if (!cmd) {
-    io.err(`vramlab: unknown command "${name}"\n\n${usage()}`);
+    io.err(`vramlab: unknown command ${quote(name, 40)}\n\n${usage()}`);
     return 2;
   }
   try {
     return await cmd.run(rest, io);
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`vramlab ${name}: ${err.message}\n`);
-      return 2;
-    }
-    io.err(`vramlab ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    // Whatever a message quotes, it stays a message: a few lines, never the input it echoes.
+    const message = clipText(err instanceof Error ? err.message : String(err), MAX_MESSAGE);
+    io.err(`vramlab ${name}: ${message}\n`);
+    return err instanceof UsageError ? 2 : 1;
   }
 }

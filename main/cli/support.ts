@@ -1,9 +1,10 @@
 // Shared by the run, sweep and fit commands: reading a spec file, opening the store and
 // a manager, the progress line on stderr, and the human-readable result.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type { CliIO } from './io';
 import { UsageError } from './io';
 import { formatBytes, table } from './format';
+import { clipText } from '../contract/echo';
 import { loadAddon } from '../addon/load';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
@@ -13,20 +14,29 @@ import { RunStore } from '../store/store';
 import { RunManager } from '../runner/manager';
 import type { PeakTracker } from '../runner/summary';
 
+/** A spec is a few KB (its longest lists, 4096 shapes, about 150 KB); a much larger file is not read
+ *  (8 MiB still lets a compact list of 10^6 pairs, 6.5 MB, be refused by its length, with the limit named). */
+export const MAX_SPEC_FILE_BYTES = 8 * 2 ** 20;
+
 /** The spec file as JSON, with --device / --capacity applied. Bad files are usage errors. */
 export function readSpecFile(file: string | undefined, overrides: { device?: string; capacity?: string }): SpecInput {
   if (!file) throw new UsageError('missing SPEC.json');
+  const tooLarge = (bytes: number) =>
+    new UsageError(`${file} is ${formatBytes(bytes)}: a spec file is at most ${formatBytes(MAX_SPEC_FILE_BYTES)}`);
   let text: string;
   try {
+    if (file !== '-' && statSync(file).size > MAX_SPEC_FILE_BYTES) throw tooLarge(statSync(file).size);
     text = readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
   }
+  if (text.length > MAX_SPEC_FILE_BYTES) throw tooLarge(Buffer.byteLength(text));
   let spec: unknown;
   try {
     spec = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`${file} is not JSON: ${(err as Error).message}`);
+    throw new UsageError(`${file} is not JSON: ${clipText((err as Error).message, 200)}`);
   }
   if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw new UsageError(`${file}: the spec must be a JSON object`);
   const out = { ...(spec as Record<string, unknown>) };

@@ -51,9 +51,17 @@ export function shapeSteps(s: Shapes, modelSeq: number): ShapeStep[] {
   return steps;
 }
 
+/** The histogram's total weight; the spec refuses a non-finite one (every draw would pick the first length). */
+export function histogramTotal(h: readonly (readonly [unknown, number])[]): number {
+  let total = 0;
+  for (const [, w] of h) total += w;
+  return total;
+}
+
 function seqPicker(d: SeqDraw, next: () => number): () => number {
   if ('min' in d) return () => d.min + Math.floor(next() * (d.max - d.min + 1));
-  const total = d.histogram.reduce((a, [, w]) => a + w, 0);
+  const total = histogramTotal(d.histogram);
+  if (!Number.isFinite(total) || total <= 0) throw new RangeError(`histogram weights must sum to a positive finite number (got ${total})`);
   return () => {
     let r = next() * total;
     for (const [len, w] of d.histogram) if ((r -= w) < 0) return len;

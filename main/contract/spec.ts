@@ -35,7 +35,19 @@ import {
   type OptimizerSpec,
 } from './catalogue';
 import { checkSpecLimits } from './limits';
-import { SHAPE_ORDERS, drawMaxSeq, isDraw, shapeCount, shapeSteps, type ShapeDraw, type ShapeStep, type Shapes } from './shapes';
+import {
+  SHAPE_ORDERS,
+  drawMaxSeq,
+  histogramTotal,
+  isDraw,
+  shapeCount,
+  shapeSteps,
+  type ShapeDraw,
+  type ShapeStep,
+  type Shapes,
+} from './shapes';
+import { clipList, preview, quote } from './echo';
+import { specSizeProblem } from './spec_bounds';
 import { parseSize } from './units';
 
 export { LIMITS, CHECKPOINT_MODES, CACHES, DEFAULT_MODEL_KIND, DEFAULT_OPTIMIZER_KIND, DEFAULT_DEVICE } from './catalogue';
@@ -204,7 +216,11 @@ const SeqDrawSchema = z.union(
         .array(HistogramEntry, { error: 'must be a list of [length, weight]' })
         .min(1, { error: 'must list at least one [length, weight]' })
         .max(LIMITS.shapes, { error: `must list at most ${LIMITS.shapes} lengths` })
-        .refine((h) => h.some(([, w]) => w > 0), { error: 'needs at least one positive weight' }),
+        .refine((h) => h.some(([, w]) => w > 0), { error: 'needs at least one positive weight' })
+        // Each weight finite can still sum to Infinity; every draw would then pick the first length.
+        .refine((h) => Number.isFinite(histogramTotal(h)), {
+          error: 'weights must sum to a finite number: scale them down (only their ratios matter)',
+        }),
     }),
   ],
   { error: 'seq must be {"min": a, "max": b} or {"histogram": [[length, weight], ...]}' },
@@ -238,8 +254,10 @@ const AllocConf = z
   .string({ error: 'must be a string like "max_split_size_mb:128,expandable_segments:True"' })
   .max(1024, { error: 'must be at most 1024 characters' })
   .superRefine((s, ctx) => {
+    if (s.length > 1024) return; // refused above; its keys are not worth reading
     const bad = allocConfKeys(s).find((k) => !(ALLOC_CONF_KEYS as readonly string[]).includes(k));
-    if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `unknown setting "${bad}" (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
+    if (bad !== undefined)
+      ctx.addIssue({ code: 'custom', message: `unknown setting ${quote(bad)} (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
   });
 
 // "sim:<preset>", "sim:custom:<size>" or "cuda:<ordinal>"; the device layer checks the preset exists.
@@ -252,7 +270,10 @@ const Device = z
 const Capacity = z.union([z.number(), z.string()], { error: 'must be a size like "20GiB" or a number of bytes' }).transform((v, ctx) => {
   const bytes = typeof v === 'number' ? v : parseSize(v);
   if (bytes === null) {
-    ctx.addIssue({ code: 'custom', message: `"${v}" is not a size: use a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `${quote(String(v))} is not a size: use a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB`,
+    });
     return z.NEVER;
   }
   if (!Number.isFinite(bytes) || bytes < LIMITS.capacityMin || bytes > LIMITS.capacityMax) {
@@ -293,12 +314,21 @@ export const SPEC_KEYS = Object.keys(SpecObject.shape) as (keyof Spec)[];
 
 type Raw = z.output<typeof SpecObject>;
 
-export const SpecSchema = SpecObject.transform((raw, ctx) => {
-  const spec = complete(raw);
-  checkSpecLimits(spec, ctx); // work and size bounds across fields: limits.ts
-  for (const issue of crossChecks(spec, raw)) ctx.addIssue({ code: 'custom', ...issue });
-  return spec;
-}) as unknown as z.ZodType<Spec, SpecInput>;
+// A document too large to read (spec_bounds.ts) is refused before the fields are walked.
+const Bounded = z.unknown().superRefine((v, ctx) => {
+  const p = specSizeProblem(v);
+  // params.whole: the input is the whole document, never echoed.
+  if (p) ctx.addIssue({ code: 'custom', path: p.path, message: p.message, params: { whole: true } });
+});
+
+export const SpecSchema = Bounded.pipe(
+  SpecObject.transform((raw, ctx) => {
+    const spec = complete(raw);
+    checkSpecLimits(spec, ctx); // work and size bounds across fields: limits.ts
+    for (const issue of crossChecks(spec, raw)) ctx.addIssue({ code: 'custom', ...issue });
+    return spec;
+  }),
+) as unknown as z.ZodType<Spec, SpecInput>;
 
 /** Fills every default: the user's value, else the mode's, else the family's, else the spec's. */
 function complete(raw: Raw): Spec {
@@ -486,7 +516,9 @@ export type SpecResult = { ok: true; spec: Spec } | { ok: false; issues: string[
 export function checkSpec(input: unknown): SpecResult {
   const res = SpecSchema.safeParse(input === undefined ? {} : input, { reportInput: true });
   if (res.success) return { ok: true, spec: res.data };
-  return { ok: false, issues: res.error.issues.flatMap(expandUnion).slice(0, 8).map(describeIssue) };
+  // One value can break two rules with one message (1e300 is neither an integer nor in range): say it once.
+  const lines = [...new Set(res.error.issues.flatMap(expandUnion).map(describeIssue))];
+  return { ok: false, issues: lines.slice(0, 8) };
 }
 
 /** Validates and fills defaults; throws SpecError naming each bad field. */
@@ -499,9 +531,12 @@ export function parseSpec(input: unknown): Spec {
 /** An object given for "kind string or {kind, ...}" fails inside the object: report those issues. */
 function expandUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
   if (issue.code !== 'invalid_union' || !issue.input || typeof issue.input !== 'object') return [issue];
-  const inner = issue.errors.find(
-    (errs) => errs.length && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message)),
-  );
+  const fits = (errs: z.core.$ZodIssue[]) =>
+    errs.length > 0 && errs.every((e) => e.path.length > 0 || e.code === 'unrecognized_keys' || /\.kind must be/.test(e.message));
+  // The branch the input meant is the one whose keys it used ({"histogram": ...} is not {"min", "max"}).
+  const inner =
+    issue.errors.find((errs) => fits(errs) && !errs.some((e) => e.code === 'unrecognized_keys' && e.path.length === 0)) ??
+    issue.errors.find(fits);
   if (!inner) return [issue];
   return inner.map((e) => ({ ...e, path: [...issue.path, ...e.path] }) as z.core.$ZodIssue).flatMap(expandUnion);
 }
@@ -509,9 +544,11 @@ function expandUnion(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = issue.path.length ? issue.path.join('.') : 'spec';
   if (issue.code === 'unrecognized_keys')
-    return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}${
-      issue.path.length === 0 ? ` (allowed: ${SPEC_KEYS.join(', ')})` : ''
-    }`;
+    return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${clipList(
+      issue.keys.slice(0, 8).map((k) => quote(k, 40)),
+      8,
+      issue.keys.length,
+    )}${issue.path.length === 0 ? ` (allowed: ${SPEC_KEYS.join(', ')})` : ''}`;
   // A discriminated union's message names its key ("model.kind must be ..."): add what was given.
   const disc = /^([a-z_]+)\.([a-z_]+) must be/.exec(issue.message);
   if (disc) return `${issue.message}${discriminatorGot(issue, disc[2])}`;
@@ -519,16 +556,19 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const input = 'input' in issue ? issue.input : undefined;
   const scalar = input === null || (input !== undefined && typeof input !== 'object');
   // A message that already quotes a string it was given ("20XB" is not a size) needs no "(got ...)".
-  const quotes = typeof input === 'string' && issue.message.includes(JSON.stringify(input));
-  if ((scalar && issue.code !== 'invalid_union' && !quotes) || (issue.code === 'custom' && input !== undefined && !scalar))
-    got = ` (got ${JSON.stringify(input)})`;
+  const quotes = typeof input === 'string' && issue.message.includes(quote(input));
+  const whole = issue.code === 'custom' && (issue.params as { whole?: boolean } | undefined)?.whole;
+  if (whole) got = '';
+  else if ((scalar && issue.code !== 'invalid_union' && !quotes) || (issue.code === 'custom' && input !== undefined && !scalar))
+    got = ` (got ${preview(input)})`;
   else if (input === undefined && issue.code === 'invalid_type') got = ' (missing)';
+  else if (issue.code === 'too_big' && Array.isArray(input)) got = ` (got ${input.length})`;
   return `${where}: ${issue.message}${got}`;
 }
 
 function discriminatorGot(issue: z.core.$ZodIssue, key: string): string {
   const input = (issue as { input?: unknown }).input;
-  if (input && typeof input === 'object' && key in input) return ` (got ${JSON.stringify((input as Record<string, unknown>)[key])})`;
+  if (input && typeof input === 'object' && key in input) return ` (got ${preview((input as Record<string, unknown>)[key])})`;
   return ' (missing)';
 }
 

@@ -13,6 +13,7 @@ import {
 import type { NativeAddon } from '../addon/types';
 import { describeError, UnavailableError } from './errors';
 import { Client } from './client';
+import { clipText } from '../contract/echo';
 
 /** A method's handler: its params as the contract's schema outputs them, its result as the contract types it. */
 export type Handler<M extends MethodName = MethodName> = (
@@ -160,8 +161,9 @@ function idOf(raw: unknown): string | number | null {
 }
 
 function summarize(error: import('zod').ZodError): string {
+  // zod's own messages list every unknown key: clip each, however many a client sent.
   return error.issues
     .slice(0, 3)
-    .map((i) => `${i.path.length ? i.path.join('.') : '(message)'}: ${i.message}`)
+    .map((i) => clipText(`${i.path.length ? clipText(i.path.join('.'), 80) : '(message)'}: ${i.message}`, 400))
     .join('; ');
 }

@@ -11,15 +11,16 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
   const tmp = path.join(dir, ownedName(TMP_MARK, path.basename(file)));
   const handle = await fs.open(tmp, 'w', 0o644);
   try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await fs.rename(tmp, file);
   } catch (err) {
-    await fs.rm(tmp, { force: true });
+    // A full disk fails the write: leave no half-written temp behind to hold space.
+    await fs.rm(tmp, { force: true }).catch(() => {});
     throw err;
   }
   await syncDir(dir);

@@ -4,7 +4,9 @@
 // A run folder appears only once its first meta.json is durable (built under .tmp-<id>-<pid>-..,
 // then renamed); deletion renames to .trash-<id>-<pid>-.. first. Opening the store marks runs
 // whose owning process is gone as interrupted and sweeps temp leftovers that are provably
-// abandoned (leftovers.ts: the app and the CLI may share the store).
+// abandoned (leftovers.ts: the app and the CLI may share the store). Recovery never fails the
+// open: on a full disk (ENOSPC) the store must still list and delete runs, which is how space is
+// made again; what it could not do is kept in `recoveryProblems`.
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +47,10 @@ export interface CreateOptions {
 
 export class RunStore {
   readonly dir: string;
+  /** What start-up recovery could not do (a full disk, a read-only folder): one line each. */
+  readonly recoveryProblems: string[] = [];
+  /** Runs recovery found orphaned but could not rewrite: shown as interrupted all the same. */
+  private readonly orphaned = new Set<string>();
 
   private constructor(
     readonly home: string,
@@ -99,7 +105,7 @@ export class RunStore {
       if (!ID_RE.test(name)) continue;
       const got = await readMeta(path.join(this.dir, name), name);
       if ('problem' in got) damaged.push({ id: name, problem: got.problem });
-      else runs.push(got.meta);
+      else runs.push(this.asRecovered(got.meta));
     }
     runs.sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : b.id.localeCompare(a.id)));
     return { runs, damaged: damaged.sort((a, b) => a.id.localeCompare(b.id)) };
@@ -108,7 +114,7 @@ export class RunStore {
   async meta(id: string): Promise<RunMeta> {
     checkId(id);
     const got = await readMeta(this.runDir(id), id);
-    if ('meta' in got) return got.meta;
+    if ('meta' in got) return this.asRecovered(got.meta);
     if (got.missing) throw new RunNotFoundError(id);
     throw new Error(`run ${id} is damaged: ${got.problem}`);
   }
@@ -182,26 +188,41 @@ export class RunStore {
     return path.join(this.dir, id);
   }
 
+  private asRecovered(meta: RunMeta): RunMeta {
+    return meta.status === 'running' && this.orphaned.has(meta.id) ? { ...meta, status: 'interrupted' } : meta;
+  }
+
   private async recover(): Promise<void> {
-    const host = os.hostname();
     for (const name of await fs.readdir(this.dir)) {
-      const full = path.join(this.dir, name);
-      if (name.startsWith(TMP_MARK) || name.startsWith(TRASH_MARK)) {
-        // Another process may be building or deleting this run right now.
-        if (await isAbandoned(full, name, this.graceMs)) await fs.rm(full, { recursive: true, force: true });
-        continue;
+      try {
+        await this.recoverEntry(name);
+      } catch (err) {
+        // One entry's failure (ENOSPC rewriting a meta.json) costs only that entry, and only now.
+        const code = (err as NodeJS.ErrnoException).code;
+        this.recoveryProblems.push(`recovery skipped ${name}: ${code ?? (err instanceof Error ? err.message : String(err))}`);
       }
-      if (!ID_RE.test(name)) continue;
-      await sweepTemps(full, this.graceMs);
-      await sweepTemps(path.join(full, 'chunks'), this.graceMs);
-      const got = await readMeta(full, name);
-      if (!('meta' in got)) continue; // damaged: list() reports it, recovery leaves it as is
-      const meta = got.meta;
-      if (meta.status !== 'running') continue;
-      if (meta.hostname === host && isAlive(meta.pid)) continue; // someone is still writing it
-      const next: RunMeta = { ...meta, status: 'interrupted' as RunStatus, updated: new Date().toISOString() };
-      await writeJsonAtomic(path.join(full, 'meta.json'), next);
     }
+  }
+
+  private async recoverEntry(name: string): Promise<void> {
+    const full = path.join(this.dir, name);
+    if (name.startsWith(TMP_MARK) || name.startsWith(TRASH_MARK)) {
+      // Another process may be building or deleting this run right now.
+      if (await isAbandoned(full, name, this.graceMs)) await fs.rm(full, { recursive: true, force: true });
+      return;
+    }
+    if (!ID_RE.test(name)) return;
+    await sweepTemps(full, this.graceMs);
+    await sweepTemps(path.join(full, 'chunks'), this.graceMs);
+    const got = await readMeta(full, name);
+    if (!('meta' in got)) return; // damaged: list() reports it, recovery leaves it as is
+    const meta = got.meta;
+    if (meta.status !== 'running') return;
+    if (meta.hostname === os.hostname() && isAlive(meta.pid)) return; // someone is still writing it
+    this.orphaned.add(meta.id);
+    const next: RunMeta = { ...meta, status: 'interrupted' as RunStatus, updated: new Date().toISOString() };
+    await writeJsonAtomic(path.join(full, 'meta.json'), next);
+    this.orphaned.delete(meta.id);
   }
 }
 

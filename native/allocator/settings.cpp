@@ -27,46 +27,54 @@ std::vector<std::string> tokenize(const std::string& env) {
   return out;
 }
 
+// Error messages quote the user's string and tokens; a huge string (a 100 MB alloc_conf)
+// must still give a short message, so each echo is clipped.
+constexpr size_t kEchoChars = 80;
+std::string clip(const std::string& s) {
+  if (s.size() <= kEchoChars) return s;
+  return s.substr(0, kEchoChars) + "... (" + std::to_string(s.size()) + " characters)";
+}
+
 class Parser {
  public:
   explicit Parser(const std::string& conf) : conf_(conf), tok_(tokenize(conf)) {}
 
   size_t size() const { return tok_.size(); }
   const std::string& at(size_t i, const std::string& key) const {
-    if (i >= tok_.size()) fail(key, "expected a value after '" + key + "'");
+    if (i >= tok_.size()) fail(key, "expected a value after '" + clip(key) + "'");
     return tok_[i];
   }
   void expect(size_t i, const char* t, const std::string& key) const {
     if (i >= tok_.size() || tok_[i] != t)
       fail(key, std::string("expected '") + t + "'" +
-                    (i < tok_.size() ? " but found '" + tok_[i] + "'" : " but the string ended"));
+                    (i < tok_.size() ? " but found '" + clip(tok_[i]) + "'" : " but the string ended"));
   }
   size_t to_size(size_t i, const std::string& key) const {
     const std::string& s = at(i, key);
     if (s.empty() ||
         !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      fail(key, "expected a non-negative integer but found '" + s + "'");
+      fail(key, "expected a non-negative integer but found '" + clip(s) + "'");
     errno = 0;
     char* end = nullptr;
     unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-    if (errno == ERANGE) fail(key, "value '" + s + "' is out of range");
+    if (errno == ERANGE) fail(key, "value '" + clip(s) + "' is out of range");
     return static_cast<size_t>(v);
   }
   double to_double(size_t i, const std::string& key) const {
     const std::string& s = at(i, key);
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size()) fail(key, "expected a number but found '" + s + "'");
+    if (s.empty() || end != s.c_str() + s.size()) fail(key, "expected a number but found '" + clip(s) + "'");
     return v;
   }
   bool to_bool(size_t i, const std::string& key) const {
     const std::string& s = at(i, key);
     if (s == "True") return true;
     if (s == "False") return false;
-    fail(key, "expected 'True' or 'False' but found '" + s + "'");
+    fail(key, "expected 'True' or 'False' but found '" + clip(s) + "'");
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw SettingsError("Invalid allocator setting '" + key + "' in \"" + conf_ + "\": " + what);
+    throw SettingsError("Invalid allocator setting '" + clip(key) + "' in \"" + clip(conf_) + "\": " + what);
   }
   const std::string& conf() const { return conf_; }
   const std::string& operator[](size_t i) const { return tok_[i]; }
@@ -163,7 +171,7 @@ AllocatorSettings AllocatorSettings::parse(const std::string& conf) {
     } else if (key == "garbage_collection_threshold") {
       p.expect(++i, ":", key);
       double v = p.to_double(++i, key);
-      if (!(v > 0.0 && v < 1.0)) p.fail(key, "must be in (0.0, 1.0), got " + p[i]);
+      if (!(v > 0.0 && v < 1.0)) p.fail(key, "must be in (0.0, 1.0), got " + clip(p[i]));
       s.garbage_collection_threshold = v;
     } else if (key == "roundup_power2_divisions") {
       i = parse_roundup(p, i, s);
@@ -173,13 +181,14 @@ AllocatorSettings AllocatorSettings::parse(const std::string& conf) {
     } else if (key == "per_process_memory_fraction") {
       p.expect(++i, ":", key);
       double v = p.to_double(++i, key);
-      if (!(v >= 0.0 && v <= 1.0)) p.fail(key, "must be within [0, 1], got " + p[i]);
+      if (!(v >= 0.0 && v <= 1.0)) p.fail(key, "must be within [0, 1], got " + clip(p[i]));
       s.per_process_memory_fraction = v;
     } else if (key == "backend") {
       p.expect(++i, ":", key);
       const std::string& v = p.at(++i, key);
       if (v == "cudaMallocAsync") p.fail(key, "backend:cudaMallocAsync is not modelled; only 'native' is supported");
-      if (v != "native") p.fail(key, "unknown allocator backend '" + v + "', options are native and cudaMallocAsync");
+      if (v != "native")
+        p.fail(key, "unknown allocator backend '" + clip(v) + "', options are native and cudaMallocAsync");
     } else if (key == "release_lock_on_cudamalloc" || key == "pinned_use_cuda_host_register" ||
                key == "pinned_use_background_threads" || key == "graph_capture_record_stream_reuse") {
       // Accepted for compatibility; they do not change placement decisions.
@@ -190,7 +199,7 @@ AllocatorSettings AllocatorSettings::parse(const std::string& conf) {
       size_t v = p.to_size(++i, key);
       if (!is_pow2(v)) p.fail(key, "has to be a power of 2");
     } else {
-      throw SettingsError("Unrecognized key '" + key + "' in allocator settings \"" + conf + "\"");
+      throw SettingsError("Unrecognized key '" + clip(key) + "' in allocator settings \"" + clip(conf) + "\"");
     }
     if (i + 1 < p.size()) p.expect(++i, ",", key);
   }

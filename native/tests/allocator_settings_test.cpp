@@ -68,4 +68,20 @@ TEST(AllocatorSettings, BadStringsNameTheKey) {
 }
 
 }  // namespace
+// A huge settings string (a 100 MB alloc_conf) must not be echoed whole in its error.
+TEST(AllocatorSettings, ErrorsQuoteAHugeStringShortly) {
+  const std::string huge_key(4 << 20, 'k');
+  const std::string huge_value = "expandable_segments:" + std::string(4 << 20, 'y');
+  for (const std::string& conf :
+       {huge_key, huge_key + ":1", huge_value, "max_split_size_mb:" + std::string(4 << 20, '9')}) {
+    try {
+      AllocatorSettings::parse(conf);
+      ADD_FAILURE() << "no error";
+    } catch (const SettingsError& e) {
+      EXPECT_LT(std::string(e.what()).size(), 512u);
+      EXPECT_NE(std::string(e.what()).find("characters)"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace vramlab::alloc

@@ -2,7 +2,9 @@
 //  - thousands of mutated pickles, from real snapshots and from the hostile shapes of
 //    items 1-3: each parses or fails with PickleError/SnapshotFormatError, quickly;
 //  - random specs: checkSpec never throws, and whatever it accepts is within the work
-//    and size bounds of limits.ts;
+//    and size bounds of limits.ts; the second suite draws the newer keys too (shapes draws
+//    and lists, finetune, mode "generate", weights, empty_cache_every) and holds what each
+//    promises (its messages short, a draw's lengths within model.seq, one issue per line);
 //  - random WebSocket frames against a real serve with small limits: every request gets
 //    a well-formed reply (or "busy"), and serve keeps answering.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,8 +17,10 @@ import os from 'node:os';
 import { PickleError } from '../../main/snapshot/pickle/errors';
 import { SnapshotFormatError } from '../../main/snapshot/from_pickle';
 import { loadSnapshotBuffer } from '../../main/snapshot/import';
-import { checkSpec } from '../../main/contract/spec';
-import { layerSteps, MAX_ITERATIONS, MAX_LAYER_STEPS } from '../../main/contract/limits';
+import { checkSpec, engineSpec } from '../../main/contract/spec';
+import { layerSteps, MAX_ITERATIONS, MAX_LAYER_STEPS, specLimitIssues } from '../../main/contract/limits';
+import { histogramTotal, isDraw, shapeCount } from '../../main/contract/shapes';
+import { familyOf } from '../../main/contract/catalogue';
 import { createHost } from '../../main/host/create';
 import { startServer, type RunningServer } from '../../main/server/server';
 import { rendererDist } from '../../main/paths';
@@ -129,6 +133,137 @@ describe('fuzz: specs', () => {
       }),
       { seed: SEED, numRuns: 5000 },
     );
+  });
+});
+
+describe('fuzz: specs with shapes, fine-tuning and generation', () => {
+  // Mostly plausible values (so that many specs pass and the accepted side is held too), now
+  // and then a hostile one: out of range, not a number, not an option.
+  const rare = <T, U>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<U>) =>
+    fc.oneof({ weight: 40, arbitrary: good as fc.Arbitrary<T | U> }, { weight: 1, arbitrary: bad as fc.Arbitrary<T | U> });
+  const small = (max: number) => rare(fc.integer({ min: 1, max }), fc.constantFrom(0, -1, 1.5, 1e300, NaN, Infinity, 2 ** 53, '8'));
+  const weight = rare(fc.double({ min: 0, max: 100, noNaN: true }), fc.constantFrom(1e-300, 1e307, 1e308, -1, NaN, Infinity));
+  const seqDraw = fc.oneof(
+    { weight: 8, arbitrary: fc.record({ min: small(32), max: small(96) }) },
+    { weight: 8, arbitrary: fc.record({ histogram: fc.array(fc.tuple(small(96), weight), { minLength: 1, maxLength: 24 }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        histogram: fc.constantFrom(
+          [],
+          [
+            [64, 1e308],
+            [128, 1e308],
+          ],
+          Array.from({ length: 5000 }, () => [8, 1]),
+        ),
+      }),
+    },
+  );
+  const draw = fc.record(
+    {
+      seq: seqDraw,
+      batch: small(64),
+      steps: small(64),
+      seed: rare(fc.nat(), fc.constantFrom(-1, 2 ** 32, 1e300, 0.5)),
+      pad_to: small(128),
+      order: rare(fc.constantFrom('drawn', 'longest_first'), fc.constant('x')),
+    },
+    { requiredKeys: ['seq'] },
+  );
+  const list = fc.array(fc.record({ batch: small(32), seq: small(96) }), { minLength: 1, maxLength: 12 });
+  const targets = fc.subarray(['attn', 'proj', 'fc', 'mlp_proj', 'q', 'k', 'v', 'o', 'gate', 'up', 'down', 'x', 'attn'], {
+    minLength: 0,
+    maxLength: 5,
+  });
+  const finetune = fc.oneof(
+    { weight: 3, arbitrary: fc.record({ method: fc.constant('full') }) },
+    { weight: 3, arbitrary: fc.record({ method: fc.constant('freeze'), blocks: small(8) }, { requiredKeys: ['method'] }) },
+    {
+      weight: 6,
+      arbitrary: fc.record(
+        { method: fc.constant('lora'), rank: small(64), alpha: rare(fc.integer({ min: 1, max: 128 }), fc.double()), targets },
+        { requiredKeys: ['method'] },
+      ),
+    },
+    { weight: 1, arbitrary: fc.record({ method: fc.constantFrom('qlora', '') }) },
+  );
+  const spec = fc.record(
+    {
+      model: fc.record(
+        {
+          kind: rare(fc.constantFrom('gpt', 'llama'), fc.constant('mlp')),
+          depth: small(6),
+          dim: rare(fc.constantFrom(64, 128, 96), fc.constant(0)),
+          heads: rare(fc.constantFrom(1, 2, 4), fc.constant(3)),
+          seq: rare(fc.integer({ min: 64, max: 512 }), small(512)),
+          vocab: small(1000),
+        },
+        { requiredKeys: ['kind'] },
+      ),
+      batch: small(16),
+      iterations: small(64),
+      mode: fc.constantFrom('train', 'train', 'train', 'train', 'inference', 'generate', 'loss_accumulation'),
+      prompt: small(128),
+      new_tokens: small(128),
+      cache: rare(fc.constantFrom('dynamic', 'static'), fc.constant('paged')),
+      weights: rare(fc.constantFrom('fp32', 'bf16', 'fp16'), fc.constant('int8')),
+      precision: fc.constantFrom('fp32', 'tf32', 'fp16', 'bf16'),
+      empty_cache_every: small(8),
+      checkpoint: fc.constantFrom('none', 'block', 'sqrt'),
+      finetune,
+      shapes: fc.oneof(fc.constant(null), draw, draw, list),
+    },
+    { requiredKeys: ['model'] },
+  );
+  // A shapes value sets the iteration count; an explicit one mostly would not match it.
+  const specs = fc.tuple(spec, fc.boolean()).map(([s, keep]) => {
+    if (s.shapes && !keep) delete s.iterations;
+    if (s.mode !== 'train' && !keep) delete s.empty_cache_every;
+    return s;
+  });
+
+  it('3000 random specs: checkSpec never throws; what it accepts is bounded and consistent', () => {
+    let accepted = 0;
+    let drawn = 0;
+    fc.assert(
+      fc.property(specs, (s) => {
+        const r = checkSpec(s);
+        if (!r.ok) {
+          expect(r.issues.length).toBeGreaterThan(0);
+          expect(new Set(r.issues).size).toBe(r.issues.length);
+          for (const line of r.issues) expect(line.length).toBeLessThan(1200);
+          return;
+        }
+        accepted++;
+        const sp = r.spec;
+        expect(specLimitIssues(sp)).toEqual([]);
+        expect(sp.iterations).toBeLessThanOrEqual(MAX_ITERATIONS);
+        expect(layerSteps(sp)).toBeLessThanOrEqual(MAX_LAYER_STEPS);
+        const seq = (sp.model as { seq?: number }).seq ?? Infinity;
+        if (sp.mode === 'generate') expect(sp.prompt + sp.new_tokens).toBeLessThanOrEqual(seq);
+        if (sp.finetune.method === 'lora') {
+          const allowed = familyOf(sp.model.kind)!.loraTargets.map((t) => t.value);
+          expect(sp.finetune.targets.every((t) => allowed.includes(t))).toBe(true);
+          expect(new Set(sp.finetune.targets).size).toBe(sp.finetune.targets.length);
+        }
+        if (sp.shapes) {
+          expect(sp.mode).toBe('train');
+          expect(shapeCount(sp.shapes)).toBe(sp.iterations);
+          if (isDraw(sp.shapes) && 'histogram' in sp.shapes.seq)
+            expect(Number.isFinite(histogramTotal(sp.shapes.seq.histogram))).toBe(true);
+          if (isDraw(sp.shapes)) drawn++;
+          const steps = engineSpec(sp).shapes as { batch: number; seq: number }[];
+          expect(steps).toHaveLength(sp.iterations);
+          for (const st of steps) expect(st.seq >= 1 && st.seq <= seq && Number.isInteger(st.seq)).toBe(true);
+        }
+      }),
+      { seed: SEED, numRuns: 3000 },
+    );
+    // The draws reach the accepted side too, not only the refusals.
+    if (process.env.FUZZ_DEBUG) console.log(`accepted ${accepted} of 3000, ${drawn} with a draw`);
+    expect(accepted).toBeGreaterThan(150);
+    expect(drawn).toBeGreaterThan(20);
   });
 });
 

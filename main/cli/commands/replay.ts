@@ -3,12 +3,13 @@
 import { busiestDevice } from '../../snapshot/import';
 import { openSnapshot } from '../open_snapshot';
 import { diagnoseOom, type OomDiagnosis } from '../../snapshot/oom_diagnosis';
-import { replayer, type ReplayOutcome } from '../../snapshot/replay';
+import { replayer, type ReplayOutcome, type Replayer } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
 import { traceStats, type TraceStats } from '../../snapshot/stats';
 import { parse } from '../args';
 import { formatBytes, table } from '../format';
 import { UsageError, type Command } from '../io';
+import { deviceArg } from '../snapshot_args';
 
 const USAGE = `usage: vramlab replay FILE.pickle [--alloc-conf STR] [--capacity SIZE] [--device N] [--json]
        vramlab replay FILE.pickle --grid [--alloc-conf STR]... [--capacity SIZE]... [--json]
@@ -111,6 +112,18 @@ const oomLabel = (o: ReplayOutcome) => {
   return `OOM at event ${o.firstOom.eventIndex}${o.oomAttempts.some((a) => a.failed && a.eventIndex === o.firstOom!.eventIndex) ? ' (the recorded OOM)' : ''}`;
 };
 
+/** A replay that cannot start: the trace's starting state alone is more than the cap. */
+type Misfit = { allocConf: string; capacity: number; misfit: string };
+
+function seededRun(r: Replayer, st: TraceStats, allocConf: string, capacity: number | null): ReplayOutcome | Misfit {
+  const start = st.initial.reserved;
+  if (r.trace.seed && capacity !== null && start > capacity)
+    return { allocConf, capacity, misfit: `does not fit: ${formatBytes(start)} reserved before the trace's first event` };
+  return r.run({ allocConf, capacity });
+}
+
+const misfitJson = (m: Misfit) => ({ alloc_conf: m.allocConf, capacity: m.capacity, fits: false, reason: m.misfit });
+
 const replay: Command = async (args, io) => {
   const { values, positionals } = parse(
     args,
@@ -141,13 +154,13 @@ const replay: Command = async (args, io) => {
     throw new UsageError('several --alloc-conf or --capacity values need --grid');
   }
 
+  const long = confs.find((c) => c.length > 1024);
+  if (long !== undefined) throw new UsageError(`--alloc-conf must be at most 1024 characters (got ${long.length})`);
+  const asked = values.device !== undefined ? deviceArg(values.device) : null;
+
   const snap = openSnapshot(positionals[0], io);
-  let device = busiestDevice(snap);
-  if (values.device !== undefined) {
-    device = Number(values.device);
-    if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
-    if (!snap.deviceTraces[device]?.length) throw new UsageError(`the snapshot has no trace for device ${device}`);
-  }
+  const device = asked ?? busiestDevice(snap);
+  if (asked !== null && !snap.deviceTraces[device]?.length) throw new UsageError(`the snapshot has no trace for device ${device}`);
   if (!snap.deviceTraces[device]?.length) {
     throw new Error('the snapshot has no allocation trace (record it with torch.cuda.memory._record_memory_history() before the work)');
   }
@@ -160,29 +173,41 @@ const replay: Command = async (args, io) => {
     const gridConfs = confs.length ? confs : [r.ownConf, ...GRID_CONFS];
     const ownCap = diagnosis?.reproducingCaps?.suggested;
     const gridCaps = caps.length ? caps : [...(ownCap ? [ownCap] : []), ...GRID_CAPACITIES.map(parseSize)];
-    const outcomes: ReplayOutcome[] = [];
-    for (const conf of gridConfs) for (const cap of gridCaps) outcomes.push(r.run({ allocConf: conf, capacity: cap }));
+    // A cap below the state the trace starts from fails that cell only.
+    const cells = gridConfs.flatMap((conf) => gridCaps.map((cap) => seededRun(r, st, conf, cap)));
     if (values.json) {
-      io.out(JSON.stringify(outcomes.map(outcomeJson), null, 2) + '\n');
+      io.out(
+        JSON.stringify(
+          cells.map((c) => ('misfit' in c ? misfitJson(c) : outcomeJson(c))),
+          null,
+          2,
+        ) + '\n',
+      );
       return 0;
     }
     io.out(
       table(
         ['alloc conf', 'capacity', 'peak reserved', 'device allocs', 'unallocated at peak', 'outcome'],
-        outcomes.map((o) => [
-          o.allocConf || '(default)',
-          capLabel(o.capacity),
-          formatBytes(o.peakReserved),
-          String(o.numDeviceAlloc),
-          o.unallocatedAtPeak === null ? '-' : formatBytes(o.unallocatedAtPeak),
-          oomLabel(o),
-        ]),
+        cells.map((o) =>
+          'misfit' in o
+            ? [o.allocConf || '(default)', capLabel(o.capacity), '-', '-', '-', o.misfit]
+            : [
+                o.allocConf || '(default)',
+                capLabel(o.capacity),
+                formatBytes(o.peakReserved),
+                String(o.numDeviceAlloc),
+                o.unallocatedAtPeak === null ? '-' : formatBytes(o.unallocatedAtPeak),
+                oomLabel(o),
+              ],
+        ),
       ),
     );
     return 0;
   }
 
-  const whatIf = r.run({ allocConf: confs[0], capacity: caps[0] ?? null });
+  const one = seededRun(r, st, confs[0] ?? r.ownConf, caps[0] ?? null);
+  if ('misfit' in one) throw new Error(`${one.misfit} (--capacity ${formatBytes(caps[0])})`);
+  const whatIf = one;
   if (values.json) {
     const rec = { ...recordedJson(st), ...(diagnosis ? { oom: diagnosisJson(diagnosis) } : {}) };
     io.out(JSON.stringify({ ...outcomeJson(whatIf), device, recorded: rec }, null, 2) + '\n');

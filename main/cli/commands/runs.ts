@@ -2,6 +2,7 @@
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { parse } from '../args';
 import { UsageError, type CliIO, type Command } from '../io';
+import { quote } from '../../contract/echo';
 import { formatBytes, table } from '../format';
 import { defaultHome } from '../../paths';
 import { RunStore } from '../../store/store';
@@ -19,7 +20,8 @@ const USAGE = `usage: vramlab runs [list] [--json]
        vramlab runs delete ID...
        vramlab runs compare ID ID... [--json]
 
-Runs live in ${defaultHome()}/runs (VRAMLAB_HOME moves it). Without a FILE, exports go to stdout.
+Runs live in ${defaultHome()}/runs (VRAMLAB_HOME moves it). The exports need --csv FILE or
+--json FILE (both may be given); a FILE of - writes to stdout.
 `;
 
 const runs: Command = async (args, io) => {
@@ -101,12 +103,13 @@ const runs: Command = async (args, io) => {
       return 0;
     }
     default:
-      throw new UsageError(`unknown subcommand "${sub}"\n\n${USAGE}`);
+      throw new UsageError(`unknown subcommand ${quote(sub, 40)}\n\n${USAGE}`);
   }
 };
 
 async function list(store: RunStore, io: CliIO, json: boolean): Promise<number> {
   const { runs: metas, damaged } = await store.scan();
+  for (const p of store.recoveryProblems) io.err(`vramlab runs: warning: ${p}\n`);
   // Damaged runs are reported on stderr, so --json output stays the list it always was.
   for (const d of damaged) io.err(`vramlab runs: skipped run ${d.id}: ${d.problem}\n`);
   if (json) {

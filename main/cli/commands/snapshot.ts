@@ -17,8 +17,10 @@ import { RunStore } from '../../store/store';
 import { parse } from '../args';
 import { formatBytes, table } from '../format';
 import { UsageError, type CliIO, type Command } from '../io';
+import { quote } from '../../contract/echo';
+import { checkDevice, deviceArg, topArg } from '../snapshot_args';
 
-const USAGE = `usage: vramlab snapshot info FILE.pickle [--device N] [--json]
+const USAGE = `usage: vramlab snapshot info FILE.pickle [--device N] [--top N] [--json]
        vramlab snapshot export RUN_ID -o OUT.pickle
        vramlab snapshot export --from-replay FILE.pickle -o OUT.pickle [--alloc-conf STR] [--capacity SIZE]
 
@@ -37,7 +39,7 @@ const snapshot: Command = async (args, io) => {
   }
   if (sub === 'info') return info(rest, io);
   if (sub === 'export') return exportCmd(rest, io);
-  throw new UsageError(`unknown subcommand "${sub}"\n\n${USAGE}`);
+  throw new UsageError(`unknown subcommand ${quote(sub, 40)}\n\n${USAGE}`);
 };
 
 async function info(args: string[], io: CliIO): Promise<number> {
@@ -51,10 +53,12 @@ async function info(args: string[], io: CliIO): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError('expected one snapshot file');
+  const top = values.top !== undefined ? topArg(values.top) : 10;
+  const asked = values.device !== undefined ? deviceArg(values.device) : null;
   const snap = openSnapshot(positionals[0], io);
-  const device = values.device !== undefined ? Number(values.device) : busiestDevice(snap);
-  if (!Number.isInteger(device) || device < 0) throw new UsageError(`bad --device "${values.device}"`);
-  const st = traceStats(snap, device, { top: values.top ? Number(values.top) : 10, maxPoints: 200 });
+  const device = asked ?? busiestDevice(snap);
+  checkDevice(snap, device, asked !== null);
+  const st = traceStats(snap, device, { top, maxPoints: 200 });
   if (values.json) {
     io.out(JSON.stringify({ segments: snap.segments.length, ...st }, null, 2) + '\n');
     return 0;
