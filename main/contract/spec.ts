@@ -5,7 +5,6 @@
 // and what was given.
 import { z } from 'zod';
 import {
-  CACHES,
   CHECKPOINT_MODES,
   DEFAULT_DEVICE,
   DEFAULT_MODEL_KIND,

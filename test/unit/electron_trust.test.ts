@@ -20,6 +20,7 @@ describe('IPC sender check', () => {
       expect(isRendererUrl(`${frameUrl}?x=1`, href)).toBe(true);
       // The old check: 'file://' + path, then startsWith.
       const old = 'file://' + path.resolve(index);
+      // eslint-disable-next-line no-control-regex -- any non-ASCII character, so the range starts at \x00
       if (/[ #%]|[^\x00-\x7f]/.test(dir)) expect(frameUrl.startsWith(old)).toBe(false);
     });
     it(`refuses look-alikes of ${JSON.stringify(dir)}'s index.html`, () => {
