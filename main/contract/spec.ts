@@ -557,5 +557,3 @@ function allocConfKeys(conf: string): string[] {
 export function checkpointLabel(c: Checkpoint): string {
   return typeof c === 'string' ? c : `every:${c.every}`;
 }
-
-export { SWEEP_PARAMS, FIT_PARAMS, withParam, paramValue, type SweepParam, type FitParam } from './sweep_params';

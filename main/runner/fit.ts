@@ -5,7 +5,8 @@
 // what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
-import { LIMITS, checkSpec, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
+import { LIMITS, checkSpec, parseSpec, type Spec, type SpecInput } from '../contract/spec';
+import { paramValue, withParam, type FitParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
 

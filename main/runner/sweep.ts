@@ -3,7 +3,8 @@
 import { sweepLimitIssue } from '../contract/limits';
 import { randomBytes } from 'node:crypto';
 import type { SweepResult } from '../contract/runs';
-import { parseSpec, SpecError, withParam, SWEEP_PARAMS, type SpecInput, type SweepParam } from '../contract/spec';
+import { parseSpec, SpecError, type SpecInput } from '../contract/spec';
+import { withParam, SWEEP_PARAMS, type SweepParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
 import type { Spec } from '../contract/spec';

@@ -4,13 +4,13 @@
 //
 // Seams: the run store calls `exportRunRecord(record)`; a replay calls `buildSnapshot` with
 // its history and final segments. Both end in `snapshotToBytes`.
+import type { NativeHistoryEvent } from '../addon/types';
 import type { RunRecord } from '../contract/runs';
 import type { Frame, Frames, Snapshot, SnapshotAllocatorSettings, SnapshotBlock, SnapshotSegment, TraceAction, TraceEvent } from './model';
 import { ROUNDUP_INTERVALS } from './model';
 import { writePickle } from './pickle/writer';
 import { snapshotToPickle } from './to_pickle';
 import type { PickleValue } from './pickle/values';
-import type { NativeHistoryEvent } from './replay';
 import { REPLAY_ALLOC, REPLAY_OOM_ATTEMPT, type ReplayTrace } from './to_replay';
 
 const MiB = 1024 * 1024;

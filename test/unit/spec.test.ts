@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkSpec, parseSpec, parseSize, SpecError, withParam, LIMITS } from '../../main/contract/spec';
+import { checkSpec, parseSpec, parseSize, SpecError, LIMITS } from '../../main/contract/spec';
+import { withParam } from '../../main/contract/sweep_params';
 
 function issues(input: unknown): string[] {
   const r = checkSpec(input);
