@@ -4,6 +4,7 @@
 // turns them into a schema. Every rejection names the field, the allowed values or range,
 // and what was given.
 import { z } from 'zod';
+import { AllocConfError, parseAllocConf } from './alloc_conf';
 import {
   CHECKPOINT_MODES,
   DEFAULT_DEVICE,
@@ -218,27 +219,17 @@ const ShapeDrawSchema = z.strictObject({
 });
 const ShapesSchema = z.union([ShapeList, ShapeDrawSchema], { error: SHAPE_LIST_ERROR }).nullable();
 
-// PYTORCH_CUDA_ALLOC_CONF keys PyTorch 2.11 accepts; values are checked by the native parser.
-const ALLOC_CONF_KEYS = [
-  'max_split_size_mb',
-  'max_non_split_rounding_mb',
-  'garbage_collection_threshold',
-  'roundup_power2_divisions',
-  'expandable_segments',
-  'per_process_memory_fraction',
-  'release_lock_on_cudamalloc',
-  'pinned_use_cuda_host_register',
-  'pinned_num_register_threads',
-  'pinned_use_background_threads',
-  'large_segment_size_mb',
-  'backend',
-] as const;
+// PYTORCH_CUDA_ALLOC_CONF: keys and values read by the engine's parser's TypeScript twin.
 const AllocConf = z
   .string({ error: 'must be a string like "max_split_size_mb:128,expandable_segments:True"' })
   .max(1024, { error: 'must be at most 1024 characters' })
   .superRefine((s, ctx) => {
-    const bad = allocConfKeys(s).find((k) => !(ALLOC_CONF_KEYS as readonly string[]).includes(k));
-    if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `unknown setting "${bad}" (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
+    try {
+      parseAllocConf(s);
+    } catch (err) {
+      if (!(err instanceof AllocConfError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+    }
   });
 
 // "sim:<preset>", "sim:custom:<size>" or "cuda:<ordinal>"; the device layer checks the preset exists.
@@ -529,28 +520,6 @@ function discriminatorGot(issue: z.core.$ZodIssue, key: string): string {
   const input = (issue as { input?: unknown }).input;
   if (input && typeof input === 'object' && key in input) return ` (got ${JSON.stringify((input as Record<string, unknown>)[key])})`;
   return ' (missing)';
-}
-
-function allocConfKeys(conf: string): string[] {
-  // Keys sit at depth 0 before a ':'; roundup_power2_divisions may hold a [..] list.
-  const keys: string[] = [];
-  let depth = 0;
-  let cur = '';
-  let inKey = true;
-  for (const ch of conf) {
-    if (ch === '[') depth++;
-    else if (ch === ']') depth--;
-    if (depth === 0 && ch === ',') {
-      if (inKey && cur.trim()) keys.push(cur.trim());
-      cur = '';
-      inKey = true;
-    } else if (depth === 0 && ch === ':' && inKey) {
-      keys.push(cur.trim());
-      inKey = false;
-    } else if (inKey) cur += ch;
-  }
-  if (inKey && cur.trim()) keys.push(cur.trim());
-  return keys;
 }
 
 /** A short label for tables and CSV: "none", "block", "sqrt", "every:4". */

@@ -5,6 +5,7 @@ import type { Spec } from '../contract/spec';
 import type { NativeOom } from '../addon/types';
 import { formatBytes } from '../contract/units';
 import { familyOf } from '../contract/catalogue';
+import { parseAllocConf } from '../contract/alloc_conf';
 
 /** Categories that are activations of one kind or another (what batch, checkpointing and autocast shrink). */
 const ACTIVATIONS: readonly Category[] = ['activations', 'temporaries', 'attention', 'mlp', 'norms', 'logits'];
@@ -33,12 +34,12 @@ export function diagnoseOom(oom: NativeOom, spec: Spec): OomReport {
 
 function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, dominant: Category, unallocated: number): string[] {
   const out: string[] = [];
-  const conf = spec.alloc_conf;
+  const conf = parseAllocConf(spec.alloc_conf);
   // Fragmentation: the cache holds enough, just not in one piece.
   if (unallocated >= oom.requested || unallocated > 0.1 * oom.capacity) {
-    if (!/expandable_segments:True/.test(conf))
+    if (!conf.expandableSegments)
       out.push(`alloc_conf "expandable_segments:True": ${formatBytes(unallocated)} is reserved but unallocated (fragmentation)`);
-    if (!/max_split_size_mb/.test(conf)) out.push('alloc_conf "max_split_size_mb:128": stop large cached blocks from being split');
+    if (conf.maxSplitSize === null) out.push('alloc_conf "max_split_size_mb:128": stop large cached blocks from being split');
   }
   if (spec.mode === 'loss_accumulation' && spec.keep_loss_graph)
     out.push("keep_loss_graph: false: accumulate loss.item(), not the loss tensor, so each iteration's graph is freed");

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { FixesResult, FixRow } from '../contract/runs';
 import { engineSpec, parseSpec, SpecError, type ShapeStep, type Spec } from '../contract/spec';
 import { isDraw, padded, shapeSteps } from '../contract/shapes';
+import { withAllocConfItem } from '../contract/alloc_conf';
 import type { NativeJob } from '../addon/types';
 import type { RunManager, StartedRun } from './manager';
 
@@ -64,7 +65,7 @@ export const LENGTH_FIXES: readonly Fix[] = [
   {
     id: 'expandable_segments',
     label: 'expandable_segments:True',
-    apply: (s) => ({ ...s, alloc_conf: withSetting(s.alloc_conf, 'expandable_segments', 'True') }),
+    apply: (s) => ({ ...s, alloc_conf: withAllocConfItem(s.alloc_conf, 'expandable_segments', 'True') }),
   },
   {
     id: 'empty_cache',
@@ -74,15 +75,6 @@ export const LENGTH_FIXES: readonly Fix[] = [
 ];
 
 const tokensOf = (steps: readonly ShapeStep[]) => steps.reduce((a, x) => a + x.batch * x.seq, 0);
-
-/** "a:1,b:2" with key set to value (replaced where it was given). */
-function withSetting(conf: string, key: string, value: string): string {
-  const kept = conf
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p && p.split(':')[0].trim() !== key);
-  return [...kept, `${key}:${value}`].join(',');
-}
 
 /** The variants of a spec with per-iteration shapes, validated before any runs. */
 export function lengthFixSpecs(input: unknown): { fix: Fix; spec: Spec; steps: ShapeStep[] }[] {
