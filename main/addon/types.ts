@@ -11,6 +11,13 @@ export interface NativeAddon {
   listDevices(): DeviceInfo[];
   /** Build facts: version, whether the CUDA backend was compiled in. */
   buildInfo(): { version: string; cuda: boolean; cudaRuntime: number };
+  /** The engine's memory categories in index order, spelled as CATEGORIES (engine_binding.cpp). */
+  memoryCategories: string[];
+  /** The engine's registries: model families and optimizers (engine_binding.cpp). */
+  modelFamilies: string[];
+  optimizerKinds: string[];
+  /** The allocator's size classes (allocator_binding.cpp, allocator/constants.h). */
+  allocatorConstants: Record<string, number>;
   /** Job kinds this build runs: "experiment" and "synthetic" (the engine-free test job). */
   runnerJobs: string[];
   /** Runs a job on a native worker thread (runner_binding.cpp). Throws, starting nothing, for

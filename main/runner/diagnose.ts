@@ -4,7 +4,7 @@ import { CATEGORIES, type Category, type OomReport } from '../contract/runs';
 import type { Spec } from '../contract/spec';
 import type { NativeOom } from '../addon/types';
 import { formatBytes } from '../contract/units';
-import { familyOf } from '../contract/catalogue';
+import { familyOf, optimizerOf, optimizers, type OptimizerDescription } from '../contract/catalogue';
 import { parseAllocConf } from '../contract/alloc_conf';
 
 /** Categories that are activations of one kind or another (what batch, checkpointing and autocast shrink). */
@@ -30,6 +30,22 @@ export function diagnoseOom(oom: NativeOom, spec: Spec): OomReport {
     dominant: { category: dominant, bytes: by[dominant], share: allocated > 0 ? by[dominant] / allocated : 0 },
     suggestions: suggest(spec, oom, by, dominant, reservedUnallocated),
   };
+}
+
+/** An optimizer of the catalogue that keeps fewer state buffers per parameter (at its defaults)
+ *  than the spec's, as advice; null when the spec's keeps none or no other keeps fewer. */
+function lighterOptimizer(o: Spec['optimizer']): string | null {
+  const own = optimizerOf(o.kind);
+  if (!own) return null;
+  const buffers = own.stateBuffers(o as never);
+  const defaults = (d: OptimizerDescription) => Object.fromEntries(Object.entries(d.fields).map(([k, f]) => [k, f.default]));
+  const better = optimizers()
+    .filter((d) => d.kind !== 'none' && d.kind !== o.kind)
+    .map((d) => ({ d, n: d.stateBuffers(defaults(d) as never) }))
+    .filter((x) => x.n < buffers)
+    .sort((a, b) => a.n - b.n)[0];
+  if (!better) return null;
+  return `optimizer "${better.d.kind}": ${own.label} keeps ${buffers * 4} bytes of state per parameter, ${better.d.label} ${better.n * 4}`;
 }
 
 function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, dominant: Category, unallocated: number): string[] {
@@ -60,8 +76,10 @@ function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, domin
   }
   if (oom.phase === 'optimizer_step' && spec.optimizer.kind !== 'none' && spec.optimizer.foreach)
     out.push('optimizer foreach: false: the foreach step allocates temporaries for all parameters at once');
-  if (dominant === 'optimizer_state' && (spec.optimizer.kind === 'adam' || spec.optimizer.kind === 'adamw'))
-    out.push('optimizer "sgd": Adam keeps 8 bytes of state per parameter');
+  if (dominant === 'optimizer_state') {
+    const lighter = lighterOptimizer(spec.optimizer);
+    if (lighter) out.push(lighter);
+  }
   if (dominant === 'gradients' && !spec.set_to_none) out.push('set_to_none: true: zero_grad frees gradients instead of zeroing them');
   if (dominant === 'parameters')
     out.push(
