@@ -22,6 +22,7 @@ import {
   SHAPE_DRAW_FIELDS,
   allowedText,
   familyOf,
+  modelDims,
   fillFields,
   loraAlphaDefault,
   optimizerOf,
@@ -342,7 +343,7 @@ function completeShapes(s: ShapeStep[] | ShapeDrawInput | null | undefined): Sha
 /** The spec as the engine reads it: a draw of shapes expanded to its per-iteration list. */
 export function engineSpec(spec: Spec): Spec {
   if (!isDraw(spec.shapes)) return spec;
-  const seq = (spec.model as { seq?: number }).seq ?? 1;
+  const seq = modelDims(spec.model).seq ?? 1;
   return { ...spec, shapes: shapeSteps(spec.shapes, seq) };
 }
 
@@ -369,8 +370,9 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
   const fam = familyOf(m.kind)!;
   const issues: Issue[] = [...fam.check(m as unknown as Record<string, number>)];
   issues.push(...optimizerOf(spec.optimizer.kind)!.check(spec.optimizer as unknown as Record<string, number>));
-  const depth = (m as { depth: number }).depth;
-  const seq = (m as { seq?: number }).seq;
+  const dims = modelDims(m); // the family's depth and sequence, whatever their field names
+  const depth = dims.depth;
+  const seq = dims.seq ?? undefined;
   const blockKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].blocks);
   const tokenKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].transformer);
 

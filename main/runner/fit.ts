@@ -5,6 +5,7 @@
 // what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
+import { modelDims } from '../contract/catalogue';
 import { LIMITS, checkSpec, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { paramValue, withParam, type FitParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
@@ -51,8 +52,8 @@ export function fitLimit(spec: Spec, param: FitParam): number {
 
 function fitRange(spec: Spec, param: FitParam): number {
   if (param === 'batch') return LIMITS.batch;
-  const seq = (spec.model as { seq?: number }).seq;
-  if (seq === undefined) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
+  const seq = modelDims(spec.model).seq;
+  if (seq === null) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
   if (param === 'seq') return LIMITS.seq;
   if (spec.mode !== 'generate') throw new Error('fit: new_tokens applies to mode "generate"');
   return seq - spec.prompt;

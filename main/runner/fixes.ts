@@ -7,6 +7,7 @@ import type { FixesResult, FixRow } from '../contract/runs';
 import { engineSpec, parseSpec, SpecError, type ShapeStep, type Spec } from '../contract/spec';
 import { isDraw, padded, shapeSteps } from '../contract/shapes';
 import { withAllocConfItem } from '../contract/alloc_conf';
+import { modelDims } from '../contract/catalogue';
 import type { NativeJob } from '../addon/types';
 import type { RunManager, StartedRun } from './manager';
 
@@ -81,7 +82,7 @@ export function lengthFixSpecs(input: unknown): { fix: Fix; spec: Spec; steps: S
   const spec = parseSpec(input);
   if (!spec.shapes)
     throw new SpecError(['shapes: the fixes compare runs whose sequence lengths vary: give per-iteration shapes or a draw']);
-  const seq = (spec.model as { seq?: number }).seq ?? 1;
+  const seq = modelDims(spec.model).seq ?? 1;
   const steps = engineSpec(spec).shapes as ShapeStep[];
   return LENGTH_FIXES.map((fix) => {
     try {
@@ -105,7 +106,7 @@ export async function runFixes(manager: RunManager, input: unknown, opts: FixesO
   // Tokens the data holds: the lengths as drawn, before any padding.
   const base = variants[0].spec;
   const real = isDraw(base.shapes)
-    ? tokensOf(shapeSteps({ ...base.shapes, pad_to: 1 }, (base.model as { seq?: number }).seq ?? 1))
+    ? tokensOf(shapeSteps({ ...base.shapes, pad_to: 1 }, modelDims(base.model).seq ?? 1))
     : tokensOf(variants[0].steps);
   const fixesId = `fixes-${randomBytes(4).toString('hex')}`;
   const rows: FixRow[] = [];
