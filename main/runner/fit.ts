@@ -76,7 +76,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     if (opts.signal?.cancelled) throw new FitCancelled();
     const input = withParam(base as SpecInput, param, value);
     const probeSpec = parseSpec(input);
-    const run = await manager.start(input, {
+    const run = await manager.start(probeSpec, {
       job: opts.jobFor?.(probeSpec),
       group: { kind: 'fit', id: fitId, index: probes.length, param, value },
       name: `fit ${param}=${value}`,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { checkSpec } from '../../main/contract/spec';
+import { checkSpec, parseSpec } from '../../main/contract/spec';
 import { MAX_LAYER_STEPS, MAX_ITERATIONS } from '../../main/contract/limits';
 import { checkSweep } from '../../main/runner/sweep';
 import { fitLimit } from '../../main/runner/fit';
@@ -114,7 +114,9 @@ describe('total work is bounded at the spec boundary', () => {
     const store = await RunStore.open(path.join(dir, 'store'));
     const manager = new RunManager(native, store);
     const heap0 = process.memoryUsage().heapUsed;
-    const run = await manager.start({ iterations: MAX_ITERATIONS, model: { kind: 'mlp', in: 64, hidden: 64, out: 8, depth: 6 }, batch: 8 });
+    const run = await manager.start(
+      parseSpec({ iterations: MAX_ITERATIONS, model: { kind: 'mlp', in: 64, hidden: 64, out: 8, depth: 6 }, batch: 8 }),
+    );
     const meta = await run.done;
     expect(meta.status).toBe('done');
     const rec = await store.get(run.runId);
