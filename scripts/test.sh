@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 mkdir -p test-output
 echo "== formatting (prettier, clang-format)"
 npm run -s format:check
+echo "== lint (eslint)"
+npm run -s lint
 echo "== build: native addon + native tests in one tree (CUDA code compiled when nvcc exists)"
 npx cmake-js compile --CDVRAMLAB_TESTS=ON
 echo "== build: main + renderer"

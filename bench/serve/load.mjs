@@ -127,7 +127,10 @@ function caller(ws) {
       parts.delete(m.id);
       m = JSON.parse(got.join(''));
     }
-    if (m.type === 'response') (waiting.get(m.id)?.(m), waiting.delete(m.id));
+    if (m.type === 'response') {
+      waiting.get(m.id)?.(m);
+      waiting.delete(m.id);
+    }
   });
   ws.on('close', () => {
     for (const r of waiting.values()) r({ ok: false, error: { code: 'closed', message: 'closed' } });

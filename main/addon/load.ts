@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../paths';
 import type { NativeAddon } from './types';
+import { CATEGORIES } from '../contract/runs';
+import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 
 let cached: NativeAddon | undefined;
 
@@ -27,6 +29,21 @@ export function loadAddon(): NativeAddon {
     throw new Error(`vramlab's native addon is not built (looked in: ${addonCandidates().join(', ')}). Run \`npm run build:native\`.`);
   }
   const req = createRequire(path.join(projectRoot(), 'package.json'));
-  cached = req(found) as NativeAddon;
+  const addon = req(found) as NativeAddon;
+  checkAgreement(addon, found);
+  cached = addon;
   return cached;
+}
+
+/** The lists both sides index by position or size by rule must be the same lists: memory
+ *  categories (samples carry bytes per category index) and the allocator's size classes. */
+export function checkAgreement(addon: Pick<NativeAddon, 'memoryCategories' | 'allocatorConstants'>, file = 'the addon'): void {
+  const rebuild = `; rebuild it (npm run build:native) or fix the TypeScript side`;
+  const cats = addon.memoryCategories;
+  if (!Array.isArray(cats) || cats.length !== CATEGORIES.length || cats.some((c, i) => c !== CATEGORIES[i]))
+    throw new Error(`${file} has memory categories [${String(cats)}], main/contract/runs.ts has [${CATEGORIES.join(',')}]${rebuild}`);
+  const consts = addon.allocatorConstants ?? {};
+  for (const [k, v] of Object.entries(ALLOCATOR_CONSTANTS))
+    if (consts[k] !== v)
+      throw new Error(`${file} has allocator constant ${k} = ${consts[k]}, main/contract/allocator.ts has ${v}${rebuild}`);
 }

@@ -11,6 +11,13 @@ export interface NativeAddon {
   listDevices(): DeviceInfo[];
   /** Build facts: version, whether the CUDA backend was compiled in. */
   buildInfo(): { version: string; cuda: boolean; cudaRuntime: number };
+  /** The engine's memory categories in index order, spelled as CATEGORIES (engine_binding.cpp). */
+  memoryCategories: string[];
+  /** The engine's registries: model families and optimizers (engine_binding.cpp). */
+  modelFamilies: string[];
+  optimizerKinds: string[];
+  /** The allocator's size classes (allocator_binding.cpp, allocator/constants.h). */
+  allocatorConstants: Record<string, number>;
   /** Job kinds this build runs: "experiment" and "synthetic" (the engine-free test job). */
   runnerJobs: string[];
   /** Runs a job on a native worker thread (runner_binding.cpp). Throws, starting nothing, for
@@ -138,6 +145,7 @@ export interface NativeAllocator {
   device(): NativeSessionDevice;
 }
 
+/** Options of the addon's replayAllocator (native/addon/allocator_binding.cpp). */
 export interface NativeReplayOptions {
   settings?: string;
   capacity?: number;
@@ -146,6 +154,22 @@ export interface NativeReplayOptions {
   historyMax?: number;
   /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
   segmentAddresses?: Float64Array;
+  /** The allocator state the trace began in (native/allocator/seed.cpp). */
+  seed?: NativeReplaySeed;
+  /** Return the final segments too. */
+  snapshot?: boolean;
+}
+
+/** The allocator state at a trace's start, as replayAllocator takes it (native/allocator/seed.cpp). */
+export interface NativeReplaySeed {
+  segAddress: Float64Array;
+  segStream: Float64Array;
+  segSmall: Uint8Array;
+  segBlocks: Uint32Array;
+  blockSize: Float64Array;
+  blockRequested: Float64Array;
+  /** Replay id of each allocated block (its free op names it); 0 for free blocks. */
+  blockId: Uint32Array;
 }
 
 /** One event of an allocator's history (native/allocator/history.h). */
@@ -159,16 +183,38 @@ export interface NativeHistoryEvent {
   context?: string;
 }
 
+/** The final allocator state a replay returns with `snapshot: true`. */
+export interface NativeSegment {
+  address: number;
+  totalSize: number;
+  stream: number;
+  pool: 'large' | 'small';
+  isExpandable: boolean;
+  blocks: { address: number; size: number; requestedSize: number; state: string }[];
+}
+
 export interface NativeReplayResult {
   peakAllocated: number;
   peakReserved: number;
+  /** Reserved minus allocated right after reserved first peaked. */
+  unallocatedAtPeak?: number;
   numDeviceAlloc: number;
   numDeviceFree: number;
   numOoms: number;
   numAllocRetries?: number;
   firstOom: { index: number; message: string } | null;
+  oomAttempts?: { index: number; failed: boolean; message: string }[];
   history?: NativeHistoryEvent[];
+  snapshot?: { segments: NativeSegment[] };
 }
+
+export type ReplayFn = (
+  ops: Uint8Array,
+  sizes: BigUint64Array | Float64Array,
+  ids: Uint32Array,
+  streams: Uint32Array,
+  options: NativeReplayOptions,
+) => NativeReplayResult;
 
 // ---- playground session ----
 

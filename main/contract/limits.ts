@@ -5,6 +5,7 @@
 // And a size built from in-range fields must still be a size the allocator can hold.
 // Kept apart from spec.ts so the spec's schema can change without touching these rules;
 // spec.ts applies them with one call (checkSpecLimits) on the completed spec.
+import { modelDims } from './catalogue';
 import { LIMITS } from './catalogue/limits';
 import { drawMaxSeq, isDraw, type Shapes } from './shapes';
 
@@ -27,19 +28,10 @@ export interface LimitIssue {
   input?: unknown;
 }
 
-/** The subset of a validated spec these rules read (any family: fields it lacks are absent). */
+/** The subset of a validated spec these rules read; the model's sizes are read through its
+ *  family's roles (catalogue), whatever its fields are called. */
 export interface SizedSpec {
-  model: {
-    kind: string;
-    depth: number;
-    in?: number;
-    hidden?: number;
-    out?: number;
-    dim?: number;
-    ffn?: number;
-    vocab?: number;
-    seq?: number;
-  };
+  model: { kind: string };
   batch: number;
   iterations: number;
   accum: number;
@@ -53,8 +45,9 @@ export interface SizedSpec {
 /** Layer passes a run makes: iterations x accum x depth; mode "generate": new_tokens x depth
  *  (the prefill and new_tokens - 1 decode steps, each a forward over every block). */
 export function layerSteps(spec: SizedSpec): number {
-  if (spec.mode === 'generate') return (spec.new_tokens ?? 0) * spec.model.depth;
-  return spec.iterations * spec.accum * spec.model.depth;
+  const { depth } = modelDims(spec.model);
+  if (spec.mode === 'generate') return (spec.new_tokens ?? 0) * depth;
+  return spec.iterations * spec.accum * depth;
 }
 
 export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
@@ -81,20 +74,13 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
           },
     );
   const m = spec.model;
+  const dims = modelDims(m);
   // The widest row a tensor can have: a layer's features, the transformers' vocabulary
-  // (embedding, logits) and MLP width (gpt: 4 x dim; llama: ffn).
-  const widest = Math.max(
-    m.in ?? 0,
-    m.hidden ?? 0,
-    m.out ?? 0,
-    m.dim ?? 0,
-    m.ffn ?? 0,
-    m.vocab ?? 0,
-    m.seq !== undefined ? 4 * (m.dim ?? 0) : 0,
-  );
+  // (embedding, logits) and MLP width: the family's width roles.
+  const widest = Math.max(0, ...dims.widths);
   // Rows of an activation: the batch, times the sequence for the token families (per-iteration
   // shapes may have their own batch; generation's prompt + new_tokens is at most model.seq).
-  const rows = Math.max(spec.batch * (m.seq ?? 1), shapeRows(spec.shapes));
+  const rows = Math.max(spec.batch * (dims.seq ?? 1), shapeRows(spec.shapes));
   // Weights (widest^2) and activations (rows x widest), 8 bytes per element at most.
   const tensor = Math.max(widest * widest, rows * widest) * 8;
   if (!(tensor <= MAX_TENSOR_BYTES))

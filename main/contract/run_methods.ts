@@ -3,7 +3,8 @@
 // `run.error` (RunErrorEvent), each sent only to the run's subscribers (run.subscribe).
 import { z } from 'zod';
 import type { CompareRow, FitResult, FixesResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
-import { SpecSchema, SWEEP_PARAMS, FIT_PARAMS, LIMITS } from './spec';
+import { SpecSchema, LIMITS } from './spec';
+import { SWEEP_PARAMS, FIT_PARAMS } from './sweep_params';
 
 const runId = z.string({ error: 'must be a run id' }).min(1).max(64);
 const ids = z.array(runId).min(1).max(500);

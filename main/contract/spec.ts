@@ -4,8 +4,8 @@
 // turns them into a schema. Every rejection names the field, the allowed values or range,
 // and what was given.
 import { z } from 'zod';
+import { AllocConfError, parseAllocConf } from './alloc_conf';
 import {
-  CACHES,
   CHECKPOINT_MODES,
   DEFAULT_DEVICE,
   DEFAULT_MODEL_KIND,
@@ -22,6 +22,7 @@ import {
   SHAPE_DRAW_FIELDS,
   allowedText,
   familyOf,
+  modelDims,
   fillFields,
   loraAlphaDefault,
   optimizerOf,
@@ -235,29 +236,18 @@ const ShapeDrawSchema = z.strictObject({
 });
 const ShapesSchema = z.union([ShapeList, ShapeDrawSchema], { error: SHAPE_LIST_ERROR }).nullable();
 
-// PYTORCH_CUDA_ALLOC_CONF keys PyTorch 2.11 accepts; values are checked by the native parser.
-const ALLOC_CONF_KEYS = [
-  'max_split_size_mb',
-  'max_non_split_rounding_mb',
-  'garbage_collection_threshold',
-  'roundup_power2_divisions',
-  'expandable_segments',
-  'per_process_memory_fraction',
-  'release_lock_on_cudamalloc',
-  'pinned_use_cuda_host_register',
-  'pinned_num_register_threads',
-  'pinned_use_background_threads',
-  'large_segment_size_mb',
-  'backend',
-] as const;
+// PYTORCH_CUDA_ALLOC_CONF: keys and values read by the engine's parser's TypeScript twin.
 const AllocConf = z
   .string({ error: 'must be a string like "max_split_size_mb:128,expandable_segments:True"' })
   .max(1024, { error: 'must be at most 1024 characters' })
   .superRefine((s, ctx) => {
     if (s.length > 1024) return; // refused above; its keys are not worth reading
-    const bad = allocConfKeys(s).find((k) => !(ALLOC_CONF_KEYS as readonly string[]).includes(k));
-    if (bad !== undefined)
-      ctx.addIssue({ code: 'custom', message: `unknown setting ${quote(bad)} (allowed: ${ALLOC_CONF_KEYS.join(', ')})` });
+    try {
+      parseAllocConf(s);
+    } catch (err) {
+      if (!(err instanceof AllocConfError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+    }
   });
 
 // "sim:<preset>", "sim:custom:<size>" or "cuda:<ordinal>"; the device layer checks the preset exists.
@@ -382,7 +372,7 @@ function completeShapes(s: ShapeStep[] | ShapeDrawInput | null | undefined): Sha
 /** The spec as the engine reads it: a draw of shapes expanded to its per-iteration list. */
 export function engineSpec(spec: Spec): Spec {
   if (!isDraw(spec.shapes)) return spec;
-  const seq = (spec.model as { seq?: number }).seq ?? 1;
+  const seq = modelDims(spec.model).seq ?? 1;
   return { ...spec, shapes: shapeSteps(spec.shapes, seq) };
 }
 
@@ -409,8 +399,9 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
   const fam = familyOf(m.kind)!;
   const issues: Issue[] = [...fam.check(m as unknown as Record<string, number>)];
   issues.push(...optimizerOf(spec.optimizer.kind)!.check(spec.optimizer as unknown as Record<string, number>));
-  const depth = (m as { depth: number }).depth;
-  const seq = (m as { seq?: number }).seq;
+  const dims = modelDims(m); // the family's depth and sequence, whatever their field names
+  const depth = dims.depth;
+  const seq = dims.seq ?? undefined;
   const blockKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].blocks);
   const tokenKinds = MODEL_KINDS.filter((k) => FAMILY_TABLE[k].transformer);
 
@@ -572,31 +563,7 @@ function discriminatorGot(issue: z.core.$ZodIssue, key: string): string {
   return ' (missing)';
 }
 
-function allocConfKeys(conf: string): string[] {
-  // Keys sit at depth 0 before a ':'; roundup_power2_divisions may hold a [..] list.
-  const keys: string[] = [];
-  let depth = 0;
-  let cur = '';
-  let inKey = true;
-  for (const ch of conf) {
-    if (ch === '[') depth++;
-    else if (ch === ']') depth--;
-    if (depth === 0 && ch === ',') {
-      if (inKey && cur.trim()) keys.push(cur.trim());
-      cur = '';
-      inKey = true;
-    } else if (depth === 0 && ch === ':' && inKey) {
-      keys.push(cur.trim());
-      inKey = false;
-    } else if (inKey) cur += ch;
-  }
-  if (inKey && cur.trim()) keys.push(cur.trim());
-  return keys;
-}
-
 /** A short label for tables and CSV: "none", "block", "sqrt", "every:4". */
 export function checkpointLabel(c: Checkpoint): string {
   return typeof c === 'string' ? c : `every:${c.every}`;
 }
-
-export { SWEEP_PARAMS, FIT_PARAMS, withParam, paramValue, type SweepParam, type FitParam } from './sweep_params';

@@ -2,7 +2,7 @@
 // model fields (any family's, from the catalogue) go inside model, the LoRA rank inside
 // finetune, the rest at the top.
 import type { SpecInput } from './spec';
-import { DEFAULT_MODEL_KIND, FAMILY_TABLE, families, fieldNames, loraAlphaDefault, type ModelKind } from './catalogue';
+import { DEFAULT_MODEL_KIND, FAMILY_TABLE, families, fieldNames, loraAlphaDefault, seqField, type ModelKind } from './catalogue';
 
 type Families = typeof FAMILY_TABLE;
 export type ModelFieldName = { [K in ModelKind]: keyof Families[K]['fields'] }[ModelKind] & string;
@@ -29,14 +29,16 @@ export const SWEEP_PARAMS = [...TOP, ...MODEL_FIELDS, 'rank'] as [SweepParam, ..
 export const FIT_PARAMS = ['batch', 'seq', 'new_tokens'] as const;
 export type FitParam = (typeof FIT_PARAMS)[number];
 
-const isModelField = (p: string): p is ModelFieldName => (MODEL_FIELDS as string[]).includes(p);
+const isModelField = (p: string): p is ModelFieldName => (MODEL_FIELDS as string[]).includes(p) || p === 'seq';
+/** fit's and sweeps' "seq" is the family's sequence role, whatever the family calls it. */
+const modelField = (kind: string, p: string): string => (p === 'seq' ? (seqField(kind) ?? p) : p);
 
 /** The raw input spec with one parameter set. */
 export function withParam(input: SpecInput, param: SweepParam | FitParam, value: unknown): SpecInput {
   const copy: Record<string, unknown> = { ...(input as Record<string, unknown>) };
   if (isModelField(param)) {
     const model = { ...((copy.model as Record<string, unknown> | undefined) ?? { kind: DEFAULT_MODEL_KIND }) };
-    model[param] = value;
+    model[modelField(String(model.kind), param)] = value;
     copy.model = model;
   } else if (param === 'rank') {
     const ft = { ...((copy.finetune as Record<string, unknown> | undefined) ?? {}) };
@@ -50,7 +52,10 @@ export function withParam(input: SpecInput, param: SweepParam | FitParam, value:
 /** The parameter's value in a validated-or-raw spec (undefined when it has none). */
 export function paramValue(input: SpecInput, param: SweepParam | FitParam): unknown {
   const r = input as Record<string, unknown>;
-  if (isModelField(param)) return (r.model as Record<string, unknown> | undefined)?.[param];
+  if (isModelField(param)) {
+    const model = r.model as Record<string, unknown> | undefined;
+    return model === undefined ? undefined : model[modelField(String(model.kind ?? DEFAULT_MODEL_KIND), param)];
+  }
   if (param === 'rank') return (r.finetune as Record<string, unknown> | undefined)?.rank;
   return r[param];
 }

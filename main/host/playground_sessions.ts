@@ -4,7 +4,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NativeAddon } from '../addon/types';
 import type { PlaygroundState } from '../contract/playground';
-import { withContractContexts } from '../playground/contexts';
 import { Interpreter } from '../playground/interpreter';
 import { openNativeSession, type NativeSession } from '../playground/native';
 
@@ -88,7 +87,7 @@ export class PlaygroundSessions {
       reserved: s.native.memoryReserved(),
       maxAllocated: s.native.maxMemoryAllocated(),
       tensors: s.interp.tensors(),
-      segments: withContractContexts(s.native.snapshot().segments),
+      segments: s.native.snapshot().segments,
     };
   }
 }

@@ -147,7 +147,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       snapshot = loadSnapshotBuffer(whole);
     } catch (err) {
       if (err instanceof PickleError || err instanceof SnapshotFormatError)
-        throw new Error(`${name} is not a PyTorch memory snapshot vramlab can read: ${err.message}`);
+        throw new Error(`${name} is not a PyTorch memory snapshot vramlab can read: ${err.message}`, { cause: err });
       throw err;
     }
     const entry = store.add(name, whole.length, snapshot, { devices: new Map() });

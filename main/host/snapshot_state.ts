@@ -7,13 +7,13 @@
 // snapshot's own recorded blocks.
 import type { SnapBlockState, SnapSegmentState, SnapStateAt } from '../contract/snapshot';
 import { foldTrace } from '../snapshot/fold';
+import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import { windowStart, type WindowStart } from '../snapshot/window_start';
 import type { Frames, Snapshot } from '../snapshot/model';
 import { shortFrames, StackTable } from './snapshot_stacks';
 
-const MIN_BLOCK = 512;
-const SMALL_SIZE = 1 << 20; // kSmallSize: the small pool's requests, and the large pool's split threshold
-const SMALL_SEGMENT = 2 << 20; // kSmallBuffer: every small-pool segment
+// kSmallSize: the small pool's requests, and the large pool's split threshold; kSmallBuffer: every small-pool segment.
+const { minBlockSize: MIN_BLOCK, smallSize: SMALL_SIZE, smallBuffer: SMALL_SEGMENT } = ALLOCATOR_CONSTANTS;
 
 interface Seg {
   address: number;

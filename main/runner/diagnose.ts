@@ -4,7 +4,8 @@ import { CATEGORIES, type Category, type OomReport } from '../contract/runs';
 import type { Spec } from '../contract/spec';
 import type { NativeOom } from '../addon/types';
 import { formatBytes } from '../contract/units';
-import { familyOf } from '../contract/catalogue';
+import { familyOf, optimizerOf, optimizers, type OptimizerDescription } from '../contract/catalogue';
+import { parseAllocConf } from '../contract/alloc_conf';
 
 /** Categories that are activations of one kind or another (what batch, checkpointing and autocast shrink). */
 const ACTIVATIONS: readonly Category[] = ['activations', 'temporaries', 'attention', 'mlp', 'norms', 'logits'];
@@ -31,14 +32,30 @@ export function diagnoseOom(oom: NativeOom, spec: Spec): OomReport {
   };
 }
 
+/** An optimizer of the catalogue that keeps fewer state buffers per parameter (at its defaults)
+ *  than the spec's, as advice; null when the spec's keeps none or no other keeps fewer. */
+function lighterOptimizer(o: Spec['optimizer']): string | null {
+  const own = optimizerOf(o.kind);
+  if (!own) return null;
+  const buffers = own.stateBuffers(o as never);
+  const defaults = (d: OptimizerDescription) => Object.fromEntries(Object.entries(d.fields).map(([k, f]) => [k, f.default]));
+  const better = optimizers()
+    .filter((d) => d.kind !== 'none' && d.kind !== o.kind)
+    .map((d) => ({ d, n: d.stateBuffers(defaults(d) as never) }))
+    .filter((x) => x.n < buffers)
+    .sort((a, b) => a.n - b.n)[0];
+  if (!better) return null;
+  return `optimizer "${better.d.kind}": ${own.label} keeps ${buffers * 4} bytes of state per parameter, ${better.d.label} ${better.n * 4}`;
+}
+
 function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, dominant: Category, unallocated: number): string[] {
   const out: string[] = [];
-  const conf = spec.alloc_conf;
+  const conf = parseAllocConf(spec.alloc_conf);
   // Fragmentation: the cache holds enough, just not in one piece.
   if (unallocated >= oom.requested || unallocated > 0.1 * oom.capacity) {
-    if (!/expandable_segments:True/.test(conf))
+    if (!conf.expandableSegments)
       out.push(`alloc_conf "expandable_segments:True": ${formatBytes(unallocated)} is reserved but unallocated (fragmentation)`);
-    if (!/max_split_size_mb/.test(conf)) out.push('alloc_conf "max_split_size_mb:128": stop large cached blocks from being split');
+    if (conf.maxSplitSize === null) out.push('alloc_conf "max_split_size_mb:128": stop large cached blocks from being split');
   }
   if (spec.mode === 'loss_accumulation' && spec.keep_loss_graph)
     out.push("keep_loss_graph: false: accumulate loss.item(), not the loss tensor, so each iteration's graph is freed");
@@ -59,8 +76,10 @@ function suggest(spec: Spec, oom: NativeOom, by: Record<Category, number>, domin
   }
   if (oom.phase === 'optimizer_step' && spec.optimizer.kind !== 'none' && spec.optimizer.foreach)
     out.push('optimizer foreach: false: the foreach step allocates temporaries for all parameters at once');
-  if (dominant === 'optimizer_state' && (spec.optimizer.kind === 'adam' || spec.optimizer.kind === 'adamw'))
-    out.push('optimizer "sgd": Adam keeps 8 bytes of state per parameter');
+  if (dominant === 'optimizer_state') {
+    const lighter = lighterOptimizer(spec.optimizer);
+    if (lighter) out.push(lighter);
+  }
   if (dominant === 'gradients' && !spec.set_to_none) out.push('set_to_none: true: zero_grad frees gradients instead of zeroing them');
   if (dominant === 'parameters')
     out.push(

@@ -5,7 +5,9 @@
 // what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
-import { LIMITS, checkSpec, paramValue, parseSpec, withParam, type FitParam, type Spec, type SpecInput } from '../contract/spec';
+import { modelDims } from '../contract/catalogue';
+import { LIMITS, checkSpec, parseSpec, type Spec, type SpecInput } from '../contract/spec';
+import { paramValue, withParam, type FitParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
 
@@ -52,8 +54,8 @@ export function fitLimit(spec: Spec, param: FitParam): number {
 
 function fitRange(spec: Spec, param: FitParam): number {
   if (param === 'batch') return LIMITS.batch;
-  const seq = (spec.model as { seq?: number }).seq;
-  if (seq === undefined) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
+  const seq = modelDims(spec.model).seq;
+  if (seq === null) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
   if (param === 'seq') return LIMITS.seq;
   if (spec.mode !== 'generate') throw new Error('fit: new_tokens applies to mode "generate"');
   return seq - spec.prompt;
@@ -76,7 +78,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     if (opts.signal?.cancelled) throw new FitCancelled();
     const input = withParam(base as SpecInput, param, value);
     const probeSpec = parseSpec(input);
-    const run = await manager.start(input, {
+    const run = await manager.start(probeSpec, {
       job: opts.jobFor?.(probeSpec),
       signal: opts.abort,
       group: { kind: 'fit', id: fitId, index: probes.length, param, value },

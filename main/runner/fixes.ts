@@ -6,6 +6,8 @@ import { randomBytes } from 'node:crypto';
 import type { FixesResult, FixRow } from '../contract/runs';
 import { engineSpec, parseSpec, SpecError, type ShapeStep, type Spec } from '../contract/spec';
 import { isDraw, padded, shapeSteps } from '../contract/shapes';
+import { withAllocConfItem } from '../contract/alloc_conf';
+import { modelDims } from '../contract/catalogue';
 import type { NativeJob } from '../addon/types';
 import type { RunManager, StartedRun } from './manager';
 
@@ -64,7 +66,7 @@ export const LENGTH_FIXES: readonly Fix[] = [
   {
     id: 'expandable_segments',
     label: 'expandable_segments:True',
-    apply: (s) => ({ ...s, alloc_conf: withSetting(s.alloc_conf, 'expandable_segments', 'True') }),
+    apply: (s) => ({ ...s, alloc_conf: withAllocConfItem(s.alloc_conf, 'expandable_segments', 'True') }),
   },
   {
     id: 'empty_cache',
@@ -75,21 +77,12 @@ export const LENGTH_FIXES: readonly Fix[] = [
 
 const tokensOf = (steps: readonly ShapeStep[]) => steps.reduce((a, x) => a + x.batch * x.seq, 0);
 
-/** "a:1,b:2" with key set to value (replaced where it was given). */
-function withSetting(conf: string, key: string, value: string): string {
-  const kept = conf
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p && p.split(':')[0].trim() !== key);
-  return [...kept, `${key}:${value}`].join(',');
-}
-
 /** The variants of a spec with per-iteration shapes, validated before any runs. */
 export function lengthFixSpecs(input: unknown): { fix: Fix; spec: Spec; steps: ShapeStep[] }[] {
   const spec = parseSpec(input);
   if (!spec.shapes)
     throw new SpecError(['shapes: the fixes compare runs whose sequence lengths vary: give per-iteration shapes or a draw']);
-  const seq = (spec.model as { seq?: number }).seq ?? 1;
+  const seq = modelDims(spec.model).seq ?? 1;
   const steps = engineSpec(spec).shapes as ShapeStep[];
   return LENGTH_FIXES.map((fix) => {
     try {
@@ -115,7 +108,7 @@ export async function runFixes(manager: RunManager, input: unknown, opts: FixesO
   // Tokens the data holds: the lengths as drawn, before any padding.
   const base = variants[0].spec;
   const real = isDraw(base.shapes)
-    ? tokensOf(shapeSteps({ ...base.shapes, pad_to: 1 }, (base.model as { seq?: number }).seq ?? 1))
+    ? tokensOf(shapeSteps({ ...base.shapes, pad_to: 1 }, modelDims(base.model).seq ?? 1))
     : tokensOf(variants[0].steps);
   const fixesId = `fixes-${randomBytes(4).toString('hex')}`;
   const rows: FixRow[] = [];

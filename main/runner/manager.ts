@@ -2,7 +2,7 @@
 // worker thread, and fans its batches out to the store (a bounded timeline: store/decimate.ts)
 // and to listeners (run.progress, batched per frame). The event loop only ever sees batches.
 import { CATEGORIES, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
-import { engineSpec, parseSpec, type Spec } from '../contract/spec';
+import { engineSpec, type Spec } from '../contract/spec';
 import type { NativeAddon, NativeEventBatch, NativeJob, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { RunStore } from '../store/store';
 import type { RunWriter } from '../store/writer';
@@ -59,9 +59,9 @@ export class RunManager {
     return cardMemory(this.native, device);
   }
 
-  /** Throws (SpecError, or the native side's refusal) before anything runs. */
-  async start(specInput: unknown, opts: StartOptions = {}): Promise<StartedRun> {
-    const spec = parseSpec(specInput);
+  /** Takes a spec validated at the boundary (host, CLI: parseSpec) and validates nothing again;
+   *  throws the native side's refusal before anything runs. */
+  async start(spec: Spec, opts: StartOptions = {}): Promise<StartedRun> {
     // The validated spec goes to the engine (a draw of shapes expanded); a sample every allocation feeds the chart.
     const job: NativeJob = opts.job ?? { kind: 'experiment', spec: engineSpec(spec), options: { sample_every: 1 } };
     // A run holds its slot from before its record exists until its native thread ends.

@@ -3,7 +3,8 @@
 import { sweepLimitIssue } from '../contract/limits';
 import { randomBytes } from 'node:crypto';
 import type { SweepResult } from '../contract/runs';
-import { parseSpec, SpecError, withParam, SWEEP_PARAMS, type SpecInput, type SweepParam } from '../contract/spec';
+import { parseSpec, SpecError, type SpecInput } from '../contract/spec';
+import { withParam, SWEEP_PARAMS, type SweepParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
 import type { Spec } from '../contract/spec';
@@ -18,7 +19,8 @@ export interface SweepOptions {
   jobFor?: (spec: Spec) => NativeJob;
 }
 
-export function checkSweep(base: unknown, param: string, values: readonly unknown[]): SweepParam {
+/** Every value's spec, validated once, before the first run; throws SpecError naming each bad one. */
+export function checkSweep(base: unknown, param: string, values: readonly unknown[]): { param: SweepParam; specs: Spec[] } {
   if (!(SWEEP_PARAMS as readonly string[]).includes(param))
     throw new SpecError([`sweep parameter "${param}" is not one of ${SWEEP_PARAMS.join(', ')}`]);
   if (values.length === 0 || values.length > 256) throw new SpecError(['sweep values: give 1 to 256 values']);
@@ -33,7 +35,7 @@ export function checkSweep(base: unknown, param: string, values: readonly unknow
   });
   const tooMuch = sweepLimitIssue(specs);
   if (tooMuch) throw new SpecError([tooMuch]);
-  return p;
+  return { param: p, specs };
 }
 
 export async function runSweep(
@@ -43,17 +45,16 @@ export async function runSweep(
   values: readonly unknown[],
   opts: SweepOptions = {},
 ): Promise<SweepResult> {
-  const p = checkSweep(base, param, values);
+  const { param: p, specs } = checkSweep(base, param, values);
   const sweepId = `sweep-${randomBytes(4).toString('hex')}`;
   // The device is the same for every value: one card, one context.
-  const card = manager.card(parseSpec(base ?? {}).device);
+  const card = manager.card(specs[0].device);
   const result: SweepResult = { sweepId, param: p, runs: [], total: card.total, context: card.context };
   for (let i = 0; i < values.length; i++) {
     if (opts.signal?.cancelled) break;
     const value = values[i];
-    const input = withParam((base ?? {}) as SpecInput, p, value);
-    const run = await manager.start(input, {
-      job: opts.jobFor?.(parseSpec(input)),
+    const run = await manager.start(specs[i], {
+      job: opts.jobFor?.(specs[i]),
       signal: opts.abort,
       group: { kind: 'sweep', id: sweepId, index: i, param: p, value },
       name: `sweep ${p}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`,

@@ -1,5 +1,6 @@
 // A snapshot's allocator_settings dict as a PYTORCH_CUDA_ALLOC_CONF string, limited to the
 // keys that change where memory goes (the pinned-memory and locking keys do not).
+import { allocConfItems } from '../contract/alloc_conf';
 import type { SnapshotAllocatorSettings } from './model';
 
 const MiB = 1024 * 1024;
@@ -23,5 +24,5 @@ export function allocConfFromSettings(a: SnapshotAllocatorSettings | null): stri
 
 /** The raw string also names the backend; a cudaMallocAsync run is not what we model. */
 export function confBackend(conf: string): 'native' | 'cudaMallocAsync' {
-  return /backend\s*:\s*cudaMallocAsync/.test(conf) ? 'cudaMallocAsync' : 'native';
+  return allocConfItems(conf).some((x) => x.key === 'backend' && x.value === 'cudaMallocAsync') ? 'cudaMallocAsync' : 'native';
 }

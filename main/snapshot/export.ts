@@ -4,20 +4,19 @@
 //
 // Seams: the run store calls `exportRunRecord(record)`; a replay calls `buildSnapshot` with
 // its history and final segments. Both end in `snapshotToBytes`.
+import type { NativeHistoryEvent } from '../addon/types';
+import { parseAllocConf } from '../contract/alloc_conf';
+import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { HistoryKept, RunRecord } from '../contract/runs';
 import type { Frame, Frames, Snapshot, SnapshotAllocatorSettings, SnapshotBlock, SnapshotSegment, TraceAction, TraceEvent } from './model';
-import { ROUNDUP_INTERVALS } from './model';
 import { writePickle } from './pickle/writer';
 import { snapshotToPickle } from './to_pickle';
 import type { PickleValue } from './pickle/values';
-import type { NativeHistoryEvent } from './replay';
 import { REPLAY_ALLOC, REPLAY_OOM_ATTEMPT, type ReplayTrace } from './to_replay';
 
-const MiB = 1024 * 1024;
-/** PyTorch's small-pool segment size: the only segments of exactly this size are small. */
-const SMALL_SEGMENT = 2 * MiB;
-/** Every request is rounded up to a multiple of this (kMinBlockSize). */
-const MIN_BLOCK = 512;
+/** The small-pool segment size (the only segments of exactly this size are small) and the
+ *  multiple every request is rounded up to. */
+const { smallBuffer: SMALL_SEGMENT, minBlockSize: MIN_BLOCK } = ALLOCATOR_CONSTANTS;
 
 export interface ExportEvent {
   action: TraceAction;
@@ -284,51 +283,19 @@ export function deriveSegments(
 
 /** allocator_settings as PyTorch writes it, from a PYTORCH_CUDA_ALLOC_CONF string. */
 export function settingsFromAllocConf(conf: string): SnapshotAllocatorSettings {
-  const s: SnapshotAllocatorSettings = {
+  const a = parseAllocConf(conf);
+  return {
     conf,
-    maxSplitSize: null,
-    garbageCollectionThreshold: 0,
-    expandableSegments: false,
-    roundupPower2Divisions: new Array<number>(ROUNDUP_INTERVALS).fill(0),
+    maxSplitSize: a.maxSplitSize,
+    garbageCollectionThreshold: a.garbageCollectionThreshold,
+    expandableSegments: a.expandableSegments,
+    roundupPower2Divisions: a.roundupPower2Divisions,
     other: new Map<string, PickleValue>([
       ['pinned_num_register_threads', 1],
       ['release_lock_on_cudamalloc', false],
       ['pinned_use_cuda_host_register', false],
     ]),
   };
-  // key:value pairs; a roundup list is [a:b,c:d,>:e].
-  const re = /([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[^\]]*\]|[^,]+)/g;
-  for (const m of conf.matchAll(re)) {
-    const key = m[1];
-    const val = m[2].trim();
-    if (key === 'max_split_size_mb') s.maxSplitSize = Number(val) * MiB;
-    else if (key === 'garbage_collection_threshold') s.garbageCollectionThreshold = Number(val);
-    else if (key === 'expandable_segments') s.expandableSegments = val === 'True';
-    else if (key === 'roundup_power2_divisions') s.roundupPower2Divisions = parseRoundup(val);
-  }
-  return s;
-}
-
-function parseRoundup(val: string): number[] {
-  const div = new Array<number>(ROUNDUP_INTERVALS).fill(0);
-  if (!val.startsWith('[')) return div.fill(Number(val) || 0);
-  let first = true;
-  let last = 0;
-  for (const item of val.slice(1, -1).split(',')) {
-    const [k, v] = item.split(':').map((x) => x.trim());
-    const value = Number(v) || 0;
-    if (k === '>') {
-      div.fill(value, Math.min(last + 1, ROUNDUP_INTERVALS));
-      continue;
-    }
-    const idx = Math.min(Math.floor(Math.log2(Number(k))), ROUNDUP_INTERVALS - 1);
-    if (!(idx >= 0)) continue;
-    if (first) div.fill(value, 0, idx);
-    first = false;
-    div[idx] = value;
-    last = idx;
-  }
-  return div;
 }
 
 // ---- the run store's seam ----------------------------------------------------------------

@@ -2,6 +2,7 @@
 // Field meanings follow torch/csrc/cuda/memory_snapshot.cpp and the readers in
 // torch/cuda/_memory_viz.py and torch/utils/viz/MemoryViz.js. Names are camelCase here;
 // the pickle's snake_case keys are restored on export.
+import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { PickleValue } from './pickle/values';
 
 export interface Frame {
@@ -101,4 +102,4 @@ export interface Snapshot {
 }
 
 /** PyTorch's size of the roundup_power2_divisions table. */
-export const ROUNDUP_INTERVALS = 16;
+export const ROUNDUP_INTERVALS = ALLOCATOR_CONSTANTS.roundupIntervals;

@@ -1,12 +1,12 @@
 // What-if replay: a snapshot's alloc/free sequence through vramlab's native caching
 // allocator under chosen settings and capacity, with the outcome in PyTorch's terms.
 import { loadAddon } from '../addon/load';
-import type { NativeAddon } from '../addon/types';
+import type { NativeAddon, NativeHistoryEvent, NativeReplayResult, ReplayFn } from '../addon/types';
 import { allocConfFromSettings } from './alloc_conf';
 import { topFrames } from './frames';
 import type { ExportSegment } from './export';
 import type { Snapshot } from './model';
-import { snapshotToReplay, type ReplaySeed, type ReplayTrace } from './to_replay';
+import { snapshotToReplay, type ReplayTrace } from './to_replay';
 import { startTotals } from './window_start';
 
 export interface ReplayOptions {
@@ -57,65 +57,6 @@ export interface ReplayOutcome {
   /** One entry per recorded 'oom' event, in trace order. */
   oomAttempts: OomAttemptOutcome[];
 }
-
-/** Options and result of the addon's replayAllocator (native/addon/allocator_binding.cpp). */
-export interface NativeReplayOptions {
-  settings?: string;
-  capacity?: number;
-  device?: string;
-  history?: boolean;
-  historyMax?: number;
-  /** Addresses the recorded run's cudaMallocs returned, in order (tie-breaking hints). */
-  segmentAddresses?: Float64Array;
-  /** The allocator state the trace began in (native/allocator/seed.cpp). */
-  seed?: ReplaySeed;
-  /** Return the final segments too. */
-  snapshot?: boolean;
-}
-
-/** The final allocator state a replay returns with `snapshot: true`. */
-export interface NativeSegment {
-  address: number;
-  totalSize: number;
-  stream: number;
-  pool: 'large' | 'small';
-  isExpandable: boolean;
-  blocks: { address: number; size: number; requestedSize: number; state: string }[];
-}
-
-/** One event of the replayed allocator's history (native/allocator/history.h). */
-export interface NativeHistoryEvent {
-  action: string; // alloc, free, segment_alloc, segment_free, segment_map, segment_unmap, oom, empty_cache
-  address: number;
-  size: number;
-  blockSize?: number;
-  stream?: number;
-  timeNs?: number;
-  context?: string;
-}
-
-export interface NativeReplayResult {
-  peakAllocated: number;
-  peakReserved: number;
-  /** Reserved minus allocated right after reserved first peaked (newer builds). */
-  unallocatedAtPeak?: number;
-  numDeviceAlloc: number;
-  numDeviceFree: number;
-  numOoms: number;
-  numAllocRetries?: number;
-  firstOom: { index: number; message: string } | null;
-  oomAttempts?: { index: number; failed: boolean; message: string }[];
-  history?: NativeHistoryEvent[];
-  snapshot?: { segments: NativeSegment[] };
-}
-
-export type ReplayFn = (
-  ops: Uint8Array,
-  sizes: BigUint64Array | Float64Array,
-  ids: Uint32Array,
-  streams: Uint32Array,
-  options: NativeReplayOptions,
-) => NativeReplayResult;
 
 /** The addon's replay function, or a clear error naming what is missing. */
 export function nativeReplay(addon: NativeAddon = loadAddon()): ReplayFn {

@@ -93,7 +93,6 @@ export function traceStats(s: Snapshot, device: number, options: StatsOptions = 
     if (a.size < smallest) return;
     if (done.length >= top * 4) {
       done.sort((x, y) => y.size - x.size || x.allocIndex - y.allocIndex);
-      const largest: LargeAllocation[] = done.slice(0, top).map(({ raw, ...a }) => ({ ...a, frames: topFrames(raw) }));
       done.length = top;
       smallest = done[top - 1].size;
       if (a.size < smallest) return;

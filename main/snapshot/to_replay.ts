@@ -9,6 +9,7 @@
 // OOM-attempt op, tried again under the replay's settings and cap.
 // A trace that began late starts from the exact allocator state at its first event
 // (window_start.ts), handed to the native allocator as a seed.
+import type { NativeReplaySeed } from '../addon/types';
 import { foldTrace } from './fold';
 import type { Frames, Snapshot, TraceEvent } from './model';
 import { windowStart, type WindowStart } from './window_start';
@@ -19,16 +20,7 @@ export const REPLAY_EMPTY_CACHE = 2;
 export const REPLAY_OOM_ATTEMPT = 3;
 
 /** The allocator state at the trace's start, as the addon's replayAllocator takes it. */
-export interface ReplaySeed {
-  segAddress: Float64Array;
-  segStream: Float64Array;
-  segSmall: Uint8Array;
-  segBlocks: Uint32Array;
-  blockSize: Float64Array;
-  blockRequested: Float64Array;
-  /** Replay id of each allocated block (its free op names it); 0 for free blocks. */
-  blockId: Uint32Array;
-}
+export type ReplaySeed = NativeReplaySeed;
 
 export interface ReplayTrace {
   device: number;

@@ -13,12 +13,10 @@
 // leaves a large-pool remainder of 1 MiB or less inside the block, and never splits
 // oversize blocks. Every large-pool block is over 1 MiB, so a tail of at most 1 MiB can
 // only be part of the block; a longer tail is taken to be a separate free block.
+import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { Frames, Snapshot, SnapshotAllocatorSettings, TraceEvent } from './model';
 
-const MIN_BLOCK = 512; // kMinBlockSize
-const SMALL_SIZE = 1 << 20; // kSmallSize
-const SMALL_SEGMENT = 2 << 20; // kSmallBuffer
-const LARGE_BUFFER = 20 << 20; // kLargeBuffer: also max_non_split_rounding_size's default
+const { minBlockSize: MIN_BLOCK, smallSize: SMALL_SIZE, smallBuffer: SMALL_SEGMENT, largeBuffer: LARGE_BUFFER } = ALLOCATOR_CONSTANTS;
 
 export type StartBlockState = 'allocated' | 'pending_free' | 'free';
 

@@ -244,10 +244,13 @@ function newRunId(): string {
 
 function sanitizeName(name: string | undefined): string {
   // Control characters would break tables and CSV viewers; names stay one line.
-  return (name ?? '')
-    .replace(/[\u0000-\u001f\u007f]/g, ' ')
-    .trim()
-    .slice(0, 200);
+  return (
+    (name ?? '')
+      // eslint-disable-next-line no-control-regex -- matching control characters is the point
+      .replace(/[\u0000-\u001f\u007f]/g, ' ')
+      .trim()
+      .slice(0, 200)
+  );
 }
 
 function defaultName(spec: Spec): string {

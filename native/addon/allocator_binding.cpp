@@ -7,6 +7,7 @@
 
 #include "addon/bindings.h"
 #include "allocator/caching_allocator.h"
+#include "allocator/constants.h"
 #include "allocator/replay.h"
 
 namespace vramlab::addon {
@@ -393,6 +394,16 @@ class AllocatorWrap : public Napi::ObjectWrap<AllocatorWrap> {
 void registerAllocator(Napi::Env env, Napi::Object exports) {
   exports.Set("replayAllocator", Napi::Function::New(env, ReplayAllocator, "replayAllocator"));
   exports.Set("Allocator", AllocatorWrap::Define(env));
+  // The size classes (allocator/constants.h), for the TypeScript side to check its own against.
+  Napi::Object c = Napi::Object::New(env);
+  c.Set("minBlockSize", double(alloc::kMinBlockSize));
+  c.Set("smallSize", double(alloc::kSmallSize));
+  c.Set("smallBuffer", double(alloc::kSmallBuffer));
+  c.Set("largeBuffer", double(alloc::kLargeBuffer));
+  c.Set("minLargeAlloc", double(alloc::kMinLargeAlloc));
+  c.Set("roundLarge", double(alloc::kRoundLarge));
+  c.Set("roundupIntervals", double(alloc::kRoundUpPowerOfTwoIntervals));
+  exports.Set("allocatorConstants", c);
 }
 
 }  // namespace vramlab::addon

@@ -12,7 +12,10 @@
 #include "engine/backends/backend.h"
 #include "engine/core/context.h"
 #include "engine/ops/ops.h"
+#include "engine/core/alloc_tag.h"
 #include "engine/experiment/experiment.h"
+#include "engine/models/model.h"
+#include "engine/optim/optimizer.h"
 
 namespace vramlab::addon {
 
@@ -388,6 +391,17 @@ void registerEngine(Napi::Env env, Napi::Object exports) {
   Napi::Function session = EngineSession::Define(env);
   exports.Set("EngineSession", session);
   exports.Set("Session", session);  // the playground name the renderer uses
+  // The engine's registries, for the TypeScript side to check its own lists against.
+  auto strings = [&](const std::vector<std::string>& xs) {
+    Napi::Array a = Napi::Array::New(env, xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) a.Set(uint32_t(i), xs[i]);
+    return a;
+  };
+  std::vector<std::string> categories;
+  for (int i = 0; i < engine::kNumCategories; ++i) categories.push_back(engine::category_name(engine::Category(i)));
+  exports.Set("memoryCategories", strings(categories));
+  exports.Set("modelFamilies", strings(engine::model_family_kinds()));
+  exports.Set("optimizerKinds", strings(engine::optimizer_kinds()));
 }
 
 }  // namespace vramlab::addon

@@ -33,7 +33,7 @@ int64_t tried_to_allocate(const std::string& msg) {
   return int64_t(v * m);
 }
 
-// "activation|addmm|layers.3.net.0" (engine TagInfo::label) -> category index, op and module.
+// "activations|addmm|layers.3.net.0" (engine TagInfo::label) -> category index, op and module.
 void parse_context(const std::string& label, int& category, std::string& op, std::string& module) {
   category = -1;
   op.clear();

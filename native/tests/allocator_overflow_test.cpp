@@ -1,4 +1,4 @@
-// Issue 15 item 5: requests whose rounding would wrap around 2^64. Before, malloc(2^64-1)
+// A request whose rounding would wrap around 2^64 is an OOM, never a block. Before, malloc(2^64-1)
 // returned a block (round_size wrapped to 0) and malloc(2^64-512) reported "Tried to
 // allocate 0 bytes". Every such request is now an OOM and changes no statistic but the
 // OOM count; ordinary requests keep working afterwards.

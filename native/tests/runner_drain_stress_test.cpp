@@ -1,10 +1,9 @@
-// Issue 15 item 11: thousands of tiny runs, each consumed the way the addon does it (one
-// wake-up -> one drain on a single consumer thread, like the JS event loop). Before the
-// fix the addon read outcome() and then drained; when the job ended between the two, the
-// final wake-up was swallowed by the latch and the run never finished (6/10 trials of
-// 5000 runs). Now drain() returns the outcome with the events, atomically; every run must
-// end, with every sample delivered. Runs under ASan/UBSan in the sanitized ctest build,
-// and under TSan with scripts/test-tsan-runner.sh.
+// Every run ends, with every sample delivered, however its end races the consumer: thousands of tiny runs, each
+// consumed the way the addon does it (one wake-up -> one drain on a single consumer thread, like the JS event loop).
+// Before the fix the addon read outcome() and then drained; when the job ended between the two, the final wake-up was
+// swallowed by the latch and the run never finished (6/10 trials of 5000 runs). Now drain() returns the outcome with
+// the events, atomically; every run must end, with every sample delivered. Runs under ASan/UBSan in the sanitized ctest
+// build, and under TSan with scripts/test-tsan-runner.sh.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,6 +1,7 @@
 // A run's timeline as the chart reads it, built from contract-shaped progress batches.
 import { describe, expect, it } from 'vitest';
-import { CATEGORIES, RunSeries } from '../../renderer/src/lib/series';
+import { CATEGORIES } from '../../main/contract/runs';
+import { categoryLabel, RunSeries } from '../../renderer/src/lib/series';
 import type { MemorySample, RunEvent } from '../../main/contract/runs';
 
 const sample = (t: number, allocated: number, reserved = allocated + 100): MemorySample => ({
@@ -46,7 +47,8 @@ describe('RunSeries.ingest', () => {
     expect(s.modules).toEqual([undefined, 'layers.0', undefined, undefined]);
     // Stacked view: every contract category plus cached-free (reserved - allocated).
     expect(s.categories).toHaveLength(CATEGORIES.length + 1);
-    expect(CATEGORIES).toEqual(expect.arrayContaining(['attention', 'MLP', 'norms', 'logits / loss', 'KV cache']));
+    expect(CATEGORIES.map(categoryLabel)).toEqual(expect.arrayContaining(['attention', 'MLP', 'norms', 'logits / loss', 'KV cache']));
+    expect(categoryLabel('kv_cache')).toBe('KV cache');
     expect(s.categories[CATEGORIES.length].map((p) => p.y)).toEqual([100, 100, 100, 100]);
     expect(s.indexAt(2.5)).toBe(2);
   });

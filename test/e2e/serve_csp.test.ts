@@ -1,4 +1,4 @@
-// Issue 15 item 14, in real Chromium: the served page may open a WebSocket to the host:port
+// The served page may open a WebSocket only to where it came from, in real Chromium: it may open a WebSocket to the host:port
 // it came from and nowhere else (the CSP used to allow ws://127.0.0.1:* and ws://localhost:*,
 // so a compromised page could reach any other local WebSocket service).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

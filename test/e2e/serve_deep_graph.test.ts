@@ -69,7 +69,10 @@ beforeAll(async () => {
       parts.delete(m.id);
     }
     if (m.type === 'event') events.push(m);
-    else if (m.id != null) (waiting.get(m.id)?.(m), waiting.delete(m.id));
+    else if (m.id != null) {
+      waiting.get(m.id)?.(m);
+      waiting.delete(m.id);
+    }
   });
 });
 

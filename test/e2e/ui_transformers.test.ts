@@ -62,7 +62,8 @@ describe.skipIf(!haveChromium())('UI: transformers', () => {
             Number(
               tr
                 .querySelectorAll('td')
-                [c].getAttribute('title')!
+                .item(c)
+                .getAttribute('title')!
                 .replace(/[^0-9]/g, ''),
             ),
           ),

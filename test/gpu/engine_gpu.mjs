@@ -74,7 +74,9 @@ for (const run of measured) {
     if (got !== want) diffs.push(`${k}:${((got - want) / MiB).toFixed(3)}MiB`);
     if (got === undefined || Math.abs(got - want) > Math.max(0.01 * want, 2 * MiB)) bad = true;
   }
-  bad ? off++ : diffs.length ? within++ : exact++;
+  if (bad) off++;
+  else if (diffs.length) within++;
+  else exact++;
   if (diffs.length) console.log(bad ? 'OFF' : 'within', JSON.stringify(s), diffs.join(' '));
 }
 console.log(

@@ -1,4 +1,4 @@
-// Issue 15 item 12: `vramlab ... --json | slow-reader` used to stop at 65536 bytes, because
+// The CLI's whole output reaches a slow reader through a pipe. `vramlab ... --json | slow-reader` used to stop at 65536 bytes, because
 // bin/vramlab.js called process.exit() while the pipe still held unsent output. A real
 // process, a real pipe and a reader that waits before reading.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ function runCli(args: string[], readAfterMs: number): Promise<{ code: number | n
   return Promise.all([ended, exited]).then(([, code]) => ({ code, out: Buffer.concat(parts), err }));
 }
 
-describe('CLI output through a pipe (item 12)', () => {
+describe('CLI output through a pipe', () => {
   it('a slow reader gets every byte of a large export', async () => {
     const spec = path.join(dir, 'spec.json');
     writeFileSync(spec, JSON.stringify({ iterations: 400, model: { kind: 'mlp', in: 64, hidden: 64, depth: 2, out: 8 }, batch: 8 }));

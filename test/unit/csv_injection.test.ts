@@ -1,4 +1,4 @@
-// Issue 15 item 13: run names reach spreadsheets through the summary CSV. A name that
+// A hostile run name stays text in the summary CSV. Run names reach spreadsheets through the summary CSV. A name that
 // starts with = + - @ must not become a formula, and bidi controls must not reorder cells.
 // End to end: a run stored under a hostile name, exported by `vramlab runs export-summary`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 15 item 14: which frame the desktop app trusts over IPC, and the CSP it serves.
+// The desktop app trusts IPC only from its own index.html frame, and serves a strict CSP: which frame it trusts over IPC, and the CSP it serves.
 // The sender check used `'file://' + path` and a prefix test: it failed for paths with
 // spaces or '#' (percent-encoded in the frame URL) and on Windows (C:\, backslashes), and
 // trusted any file whose name merely started with index.html.
@@ -20,6 +20,7 @@ describe('IPC sender check', () => {
       expect(isRendererUrl(`${frameUrl}?x=1`, href)).toBe(true);
       // The old check: 'file://' + path, then startsWith.
       const old = 'file://' + path.resolve(index);
+      // eslint-disable-next-line no-control-regex -- any non-ASCII character, so the range starts at \x00
       if (/[ #%]|[^\x00-\x7f]/.test(dir)) expect(frameUrl.startsWith(old)).toBe(false);
     });
     it(`refuses look-alikes of ${JSON.stringify(dir)}'s index.html`, () => {

@@ -1,6 +1,6 @@
-// Issue 15's fuzz suite (fast-check, seeded so a failure reproduces; tens of seconds):
+// Hostile input never escapes as a crash (fast-check, seeded so a failure reproduces; tens of seconds):
 //  - thousands of mutated pickles, from real snapshots and from the hostile shapes of
-//    items 1-3: each parses or fails with PickleError/SnapshotFormatError, quickly;
+//    pickle_hostile.test.ts: each parses or fails with PickleError/SnapshotFormatError, quickly;
 //  - random specs: checkSpec never throws, and whatever it accepts is within the work
 //    and size bounds of limits.ts; the second suite draws the newer keys too (shapes draws
 //    and lists, finetune, mode "generate", weights, empty_cache_every) and holds what each

@@ -10,6 +10,7 @@ import { loadAddon } from '../../main/addon/load';
 import type { NativeAddon } from '../../main/addon/types';
 import { RunStore } from '../../main/store/store';
 import { RunManager } from '../../main/runner/manager';
+import { parseSpec } from '../../main/contract/spec';
 import { EventThinner, HISTORY_CAP } from '../../main/store/decimate';
 import { runJson, runJsonPieces } from '../../main/export/json';
 import { exportRunRecord, snapshotToBytes } from '../../main/snapshot/export';
@@ -93,7 +94,7 @@ describe('allocator history is bounded per run', () => {
       history: true,
       checkpoint: 'block',
     };
-    const run = await manager.start(spec);
+    const run = await manager.start(parseSpec(spec));
     const meta = await run.done;
     expect(meta.status).toBe('done');
     const h = meta.summary!.history!;

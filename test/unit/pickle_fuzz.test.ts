@@ -77,7 +77,7 @@ describe('pickle fuzz', () => {
         } else if (e instanceof SnapshotFormatError) {
           outcomes.format++;
         } else {
-          throw new Error(`case ${c} (kind ${kind}) threw something unclear: ${String(e)}`);
+          throw new Error(`case ${c} (kind ${kind}) threw something unclear: ${String(e)}`, { cause: e });
         }
       }
       const dt = performance.now() - t0;

@@ -30,7 +30,7 @@ describe('run.predict', () => {
   ])('equals the run for %s', async (_name, input) => {
     const spec = parseSpec(input);
     const predicted = await new Predictor(native).predict(spec);
-    const meta = await (await (await manager()).start(input)).done;
+    const meta = await (await (await manager()).start(spec)).done;
     expect(predicted.status).toBe('done');
     expect(predicted.device).toBe(spec.device);
     expect(predicted.peak_allocated).toBe(meta.summary!.peak_allocated);

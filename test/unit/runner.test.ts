@@ -12,7 +12,7 @@ import { RunManager } from '../../main/runner/manager';
 import { ProgressBatcher } from '../../main/runner/batcher';
 import { runFit } from '../../main/runner/fit';
 import { runSweep } from '../../main/runner/sweep';
-import { SpecError } from '../../main/contract/spec';
+import { parseSpec, SpecError } from '../../main/contract/spec';
 import type { MemorySample, RunMeta, RunProgress } from '../../main/contract/runs';
 import { segmentsAt } from '../../renderer/src/lib/segments';
 
@@ -48,7 +48,7 @@ const synthetic = (over: SyntheticJob = {}): NativeJob => ({ kind: 'synthetic', 
 describe('runner (native worker thread, synthetic job)', () => {
   it('streams every sample into the store and summarizes the run', async () => {
     const { manager, store, done, progress } = await setup();
-    const run = await manager.start({ batch: 8 }, { job: synthetic({ steps: 200, step_ms: 0.2 }) });
+    const run = await manager.start(parseSpec({ batch: 8 }), { job: synthetic({ steps: 200, step_ms: 0.2 }) });
     const meta = await run.done;
     expect(meta.status).toBe('done');
     expect(done.map((m) => m.id)).toEqual([run.runId]);
@@ -78,7 +78,7 @@ describe('runner (native worker thread, synthetic job)', () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     const t0 = Date.now();
-    const run = await manager.start({}, { job: synthetic({ steps: 600, step_ms: 1 }) }); // ~1 kHz samples
+    const run = await manager.start(parseSpec({}), { job: synthetic({ steps: 600, step_ms: 1 }) }); // ~1 kHz samples
     const meta = await run.done;
     clearInterval(timer);
     const elapsed = Date.now() - t0;
@@ -94,7 +94,7 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('cancels a running job promptly and records it as cancelled', async () => {
     const { manager, store, done } = await setup();
-    const run = await manager.start({}, { job: synthetic({ steps: 10_000_000, step_ms: 1 }) });
+    const run = await manager.start(parseSpec({}), { job: synthetic({ steps: 10_000_000, step_ms: 1 }) });
     await new Promise((r) => setTimeout(r, 50));
     const t0 = Date.now();
     expect(manager.cancel(run.runId)).toBe(true);
@@ -110,7 +110,7 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('reports an OOM as a result with a diagnosis', async () => {
     const { manager } = await setup();
-    const run = await manager.start({ model: { kind: 'residual' }, batch: 64 }, { job: synthetic({ steps: 40, oom_at: 7 }) });
+    const run = await manager.start(parseSpec({ model: { kind: 'residual' }, batch: 64 }), { job: synthetic({ steps: 40, oom_at: 7 }) });
     const meta = await run.done;
     expect(meta.status).toBe('oom');
     const oom = meta.summary!.oom!;
@@ -125,7 +125,7 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('turns a C++ failure into an error run and a run.error event', async () => {
     const { manager, errors } = await setup();
-    const run = await manager.start({}, { job: synthetic({ throw_at: 3 }) });
+    const run = await manager.start(parseSpec({}), { job: synthetic({ throw_at: 3 }) });
     const meta = await run.done;
     expect(meta.status).toBe('error');
     expect(meta.summary!.error).toBe('synthetic failure at step 3');
@@ -134,19 +134,19 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('starts nothing for a bad spec or a job the native side refuses', async () => {
     const { manager, store } = await setup();
-    await expect(manager.start({ batch: 0 })).rejects.toBeInstanceOf(SpecError);
-    await expect(manager.start({}, { job: { kind: 'bogus' } as unknown as NativeJob })).rejects.toThrow(/unknown job kind/);
-    await expect(manager.start({}, { job: synthetic({ steps: -4 }) })).rejects.toThrow(/steps out of range/);
-    await expect(manager.start({}, { job: { kind: 'synthetic', synthetic: { steps: 'x' } } as unknown as NativeJob })).rejects.toThrow(
-      /job.synthetic.steps must be a (finite )?number/,
-    );
+    expect(() => parseSpec({ batch: 0 })).toThrow(SpecError); // at the boundary: the manager takes validated specs
+    await expect(manager.start(parseSpec({}), { job: { kind: 'bogus' } as unknown as NativeJob })).rejects.toThrow(/unknown job kind/);
+    await expect(manager.start(parseSpec({}), { job: synthetic({ steps: -4 }) })).rejects.toThrow(/steps out of range/);
+    await expect(
+      manager.start(parseSpec({}), { job: { kind: 'synthetic', synthetic: { steps: 'x' } } as unknown as NativeJob }),
+    ).rejects.toThrow(/job.synthetic.steps must be a (finite )?number/);
     expect(await store.list()).toEqual([]);
   });
 
   it('runs many jobs at once, each on its own thread', async () => {
     const { manager } = await setup();
     const runs = await Promise.all(
-      [1, 2, 3, 4].map((n) => manager.start({ batch: n }, { job: synthetic({ steps: 30 * n, step_ms: 0.5 }) })),
+      [1, 2, 3, 4].map((n) => manager.start(parseSpec({ batch: n }), { job: synthetic({ steps: 30 * n, step_ms: 0.5 }) })),
     );
     const metas = await Promise.all(runs.map((r) => r.done));
     expect(metas.map((m) => [m.spec.batch, m.status, m.summary!.readings.steps])).toEqual([
@@ -271,7 +271,7 @@ describe('progress batcher', () => {
 describe('runner with the engine protocol job', () => {
   it('cancels a long protocol run within one op', async () => {
     const { manager, store } = await setup();
-    const run = await manager.start({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 10_000 });
+    const run = await manager.start(parseSpec({ model: { kind: 'residual', dim: 64, depth: 4 }, batch: 8, iterations: 10_000 }));
     await new Promise((r) => setTimeout(r, 100));
     const t0 = Date.now();
     manager.cancel(run.runId);
@@ -287,7 +287,7 @@ describe('runner with the engine protocol job', () => {
 describe('allocator history', () => {
   it('streams allocator events (history: true) that rebuild the final state, with categories named', async () => {
     const { manager, store } = await setup();
-    const run = await manager.start({ history: true, optimizer: 'sgd', batch: 64 });
+    const run = await manager.start(parseSpec({ history: true, optimizer: 'sgd', batch: 64 }));
     const meta = await run.done;
     expect(meta.status).toBe('done');
     const rec = await store.get(run.runId);
@@ -319,7 +319,7 @@ describe('allocator history', () => {
     expect(map.allocated).toBe(last.allocated);
     expect(map.reserved).toBe(last.reserved);
     // Without history, no allocator events.
-    const plain = await manager.start({ optimizer: 'sgd', batch: 64 });
+    const plain = await manager.start(parseSpec({ optimizer: 'sgd', batch: 64 }));
     await plain.done;
     expect((await store.get(plain.runId)).events.every((e) => e.type === 'phase')).toBe(true);
   });
@@ -402,7 +402,7 @@ describe('runner robustness', () => {
     };
     const manager = new RunManager(native, store, { progress: boom, done: boom, error: boom });
     const warned = new Promise((resolve) => process.once('warning', resolve));
-    const run = await manager.start({}, { job: synthetic({ steps: 20, step_ms: 1 }), onBatch: () => undefined });
+    const run = await manager.start(parseSpec({}), { job: synthetic({ steps: 20, step_ms: 1 }), onBatch: () => undefined });
     const meta = await run.done;
     expect(meta.status).toBe('done');
     expect(await warned).toBeInstanceOf(Error);

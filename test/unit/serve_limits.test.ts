@@ -1,8 +1,9 @@
-// Issue 15 items 6-8 against a real `vramlab serve` on loopback (real host, real ws).
-//  6. a reply larger than one frame (a huge stored run) went through one JSON.stringify
+// `vramlab serve` survives large replies and greedy clients and answers behind a port
+// forward; against a real serve on loopback (real host, real ws). Before:
+//  - a reply larger than one frame (a huge stored run) went through one JSON.stringify
 //     in an async handler: a RangeError/TypeError there was unhandled and killed serve.
-//  7. no per-connection in-flight limit, no back-pressure, no idle timeout.
-//  8. behind a port forward (ssh -L) the Host check refused the forwarded port.
+//  - no per-connection in-flight limit, no back-pressure, no idle timeout.
+//  - behind a port forward (ssh -L) the Host check refused the forwarded port.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import net from 'node:net';
@@ -106,7 +107,7 @@ function client(ws: WebSocket) {
   };
 }
 
-describe('item 6: large replies', () => {
+describe('large replies', () => {
   it('a 300k-sample run comes back in parts, decimated to a bounded size with its peak, and serve stays up', async () => {
     const ws = await open(server.wsUrl);
     const c = client(ws);
@@ -132,7 +133,7 @@ describe('item 6: large replies', () => {
   });
 });
 
-describe('item 7: slow and greedy clients', () => {
+describe('slow and greedy clients', () => {
   it('more requests in flight than the limit are answered "busy", the rest complete', async () => {
     const ws = await open(server.wsUrl);
     const c = client(ws);
@@ -163,7 +164,7 @@ describe('item 7: slow and greedy clients', () => {
   });
 });
 
-describe('item 8: behind a local port forward', () => {
+describe('behind a local port forward', () => {
   let fwd: net.Server;
   let fwdPort = 0;
   beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkSpec, parseSpec, parseSize, SpecError, withParam, LIMITS } from '../../main/contract/spec';
+import { checkSpec, parseSpec, parseSize, SpecError, LIMITS } from '../../main/contract/spec';
+import { withParam } from '../../main/contract/sweep_params';
 
 function issues(input: unknown): string[] {
   const r = checkSpec(input);
@@ -79,7 +80,7 @@ describe('experiment spec', () => {
     [{ capacity: -5 }, 'capacity', 'from 1 MiB to 1 PiB', ''],
     [{ capacity: '5 PiB' }, 'capacity', 'not a size', ''],
     [{ device: 'tpu:0' }, 'device', '"sim:<preset>"', '(got "tpu:0")'],
-    [{ alloc_conf: 'max_split_size:128' }, 'alloc_conf', 'unknown setting "max_split_size"', ''],
+    [{ alloc_conf: 'max_split_size:128' }, 'alloc_conf', "Unrecognized key 'max_split_size'", ''],
     [{ alloc_conf: 7 }, 'alloc_conf', 'must be a string', ''],
   ])('rejects %j naming %s and the allowed values', (input, field, allowed, got) => {
     const list = issues(input);

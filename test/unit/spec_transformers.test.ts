@@ -2,7 +2,8 @@
 // defaults from the catalogue and every cross-field rule, each rejection naming the field,
 // what is allowed and what was given.
 import { describe, expect, it } from 'vitest';
-import { checkSpec, parseSpec, withParam } from '../../main/contract/spec';
+import { checkSpec, parseSpec } from '../../main/contract/spec';
+import { withParam } from '../../main/contract/sweep_params';
 import { FAMILY_TABLE, parameterCount } from '../../main/contract/catalogue';
 
 function issues(input: unknown): string[] {

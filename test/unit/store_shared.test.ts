@@ -1,7 +1,7 @@
-// Issue 15 items 9 and 10: a store shared by two live processes, and damaged meta.json.
-// Item 9: start-up recovery used to delete every `.tmp-` entry, including the temp file
+// A run store stays whole when two live processes share it, and one damaged meta.json
+// spoils only its own run. Start-up recovery used to delete every `.tmp-` entry, including the temp file
 // another live process (the app, while the CLI opens the store) was about to rename.
-// Item 10: one meta.json holding `null` made list() throw for the whole store.
+// And one meta.json holding `null` made list() throw for the whole store.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, utimesSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
@@ -30,7 +30,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const home = (n: string) => path.join(dir, n);
 
-describe('run store shared by two processes (item 9)', () => {
+describe('run store shared by two processes', () => {
   it("a second process opening the store never deletes the first one's temp files", async () => {
     const h = home('live');
     await RunStore.open(h);
@@ -84,7 +84,7 @@ describe('run store shared by two processes (item 9)', () => {
   });
 });
 
-describe('damaged meta.json (item 10)', () => {
+describe('damaged meta.json', () => {
   it('skips and reports each damaged run; the rest of the store lists', async () => {
     const h = home('damaged');
     const store = await RunStore.open(h);

@@ -1,4 +1,4 @@
-// Issue 15 items 4 and 5: unbounded work and sizes that overflow, refused at the spec
+// Unbounded work and sizes that overflow are refused at the spec
 // boundary (main/contract/limits.ts) from every entry point, and a bounded store for the
 // largest run that is allowed (main/store/decimate.ts) with its peaks kept exactly.
 // Before: `iterations: 100000` was accepted and ran 31 s at 1.7 GB RSS writing 817 MB.
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { checkSpec } from '../../main/contract/spec';
+import { checkSpec, parseSpec } from '../../main/contract/spec';
 import { MAX_LAYER_STEPS, MAX_ITERATIONS } from '../../main/contract/limits';
 import { checkSweep } from '../../main/runner/sweep';
 import { fitLimit } from '../../main/runner/fit';
@@ -28,7 +28,7 @@ const issues = (spec: unknown) => {
   return r.ok ? [] : r.issues;
 };
 
-describe('item 4: total work is bounded at the spec boundary', () => {
+describe('total work is bounded at the spec boundary', () => {
   it('refuses iterations: 100000 and products of in-range fields that run away', () => {
     expect(issues({ iterations: 100_000 }).join()).toMatch(/iterations: must be an integer from 1 to 10000 \(got 100000\)/);
     expect(issues({ iterations: 9000, model: { kind: 'mlp', depth: 64 } }).join()).toMatch(/too much work/);
@@ -114,7 +114,9 @@ describe('item 4: total work is bounded at the spec boundary', () => {
     const store = await RunStore.open(path.join(dir, 'store'));
     const manager = new RunManager(native, store);
     const heap0 = process.memoryUsage().heapUsed;
-    const run = await manager.start({ iterations: MAX_ITERATIONS, model: { kind: 'mlp', in: 64, hidden: 64, out: 8, depth: 6 }, batch: 8 });
+    const run = await manager.start(
+      parseSpec({ iterations: MAX_ITERATIONS, model: { kind: 'mlp', in: 64, hidden: 64, out: 8, depth: 6 }, batch: 8 }),
+    );
     const meta = await run.done;
     expect(meta.status).toBe('done');
     const rec = await store.get(run.runId);
@@ -134,7 +136,7 @@ describe('item 4: total work is bounded at the spec boundary', () => {
   });
 });
 
-describe('item 4: decimation keeps every peak exactly', () => {
+describe('decimation keeps every peak exactly', () => {
   it('a million samples: bounded count, the max of every window survives', () => {
     const d = new SampleDecimator(1024);
     let seed = 7;
@@ -167,7 +169,7 @@ describe('item 4: decimation keeps every peak exactly', () => {
   });
 });
 
-describe('item 5: sizes that would overflow are refused', () => {
+describe('sizes that would overflow are refused', () => {
   it('spec: sim:custom sizes of 0, NaN-like or beyond 1 PiB', () => {
     for (const device of ['sim:custom:0', 'sim:custom:.', 'sim:custom:99999999TiB', 'sim:custom:18446744073709551616'])
       expect(issues({ device }).join()).toMatch(/sim:custom size/);
@@ -175,7 +177,7 @@ describe('item 5: sizes that would overflow are refused', () => {
   });
 });
 
-describe('item 5: the allocator and the host check size arithmetic', () => {
+describe('the allocator and the host check size arithmetic', () => {
   it('addon: a 2^64-1 byte malloc is an OOM (was: a block handed out); bad capacities are refused', () => {
     const Allocator = native.Allocator as unknown as new (...args: unknown[]) => { malloc(n: bigint): unknown };
     const a = new Allocator('sim:h100-80gb');

@@ -2,7 +2,7 @@
 import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
-import { FIT_PARAMS, type FitParam } from '../../contract/spec';
+import { FIT_PARAMS, type FitParam } from '../../contract/sweep_params';
 import { loadSpecFile, openManager, untilInterrupted } from '../support';
 import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
 import { wholeCard } from '../../contract/card';

@@ -41,9 +41,9 @@ const run: Command = async (args, io) => {
     io.err(USAGE());
     return 2;
   }
-  const { input } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
+  const { spec } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
   const manager = await openManager();
-  const started = await manager.start(input, { name: values.name, onBatch: progressPrinter(io, 'run', !!values.quiet) });
+  const started = await manager.start(spec, { name: values.name, onBatch: progressPrinter(io, 'run', !!values.quiet) });
   const onSigint = () => manager.cancel(started.runId);
   process.once('SIGINT', onSigint);
   let meta;

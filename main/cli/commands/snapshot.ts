@@ -134,7 +134,7 @@ async function exportCmd(args: string[], io: CliIO): Promise<number> {
     const snap = openSnapshot(values['from-replay'], io);
     const device = busiestDevice(snap);
     const r = replayer(snap, device);
-    let capacity: number | null = null;
+    let capacity: number | null;
     try {
       capacity = values.capacity ? parseSize(values.capacity) : null;
     } catch (err) {

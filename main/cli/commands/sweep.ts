@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { parse } from '../args';
 import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
-import { SWEEP_PARAMS } from '../../contract/spec';
+import { SWEEP_PARAMS } from '../../contract/sweep_params';
 import { openManager, readSpecFile, specUsage, untilInterrupted } from '../support';
 import { checkSweep, runSweep } from '../../runner/sweep';
 import { summaryCsv } from '../../export/summary_csv';

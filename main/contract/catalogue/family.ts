@@ -29,6 +29,9 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   blocks: boolean;
   /** A token model: input (batch, seq) of token ids; fine-tuning, generation and per-iteration shapes apply. */
   transformer: boolean;
+  /** Which of its fields play which part for generic code (work limits, sweeps, fit), as
+   *  transformers' attribute_map does: so a family may name its fields as it likes. */
+  roles: Roles<F>;
   /** The projections LoRA can wrap (empty: no LoRA), and the ones it wraps by default. */
   loraTargets: readonly EnumOption[];
   loraDefaultTargets: readonly string[];
@@ -39,6 +42,19 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   name(m: ArgsOf<F>): string;
   /** Number of parameters (tied weights counted once), as model.parameters() sums them. */
   parameters(m: ArgsOf<F>): number;
+}
+
+type IntField<F extends Fields> = { [K in keyof F & string]: F[K] extends { type: 'int' } ? K : never }[keyof F & string];
+
+export interface Roles<F extends Fields> {
+  /** The blocks one pass goes through: layer passes = iterations x accum x depth. */
+  depth: IntField<F>;
+  /** The sequence length of a token model (absent: one row per sample). */
+  seq?: IntField<F>;
+  /** The fields that are a tensor row's width (features, vocabulary, MLP width). */
+  widths: readonly IntField<F>[];
+  /** Widths the fields imply without naming them (gpt's MLP: 4 x dim). */
+  derivedWidths?: (m: ArgsOf<F>) => number[];
 }
 
 /** Keeps the literal kind and field types of a description. */

@@ -43,6 +43,29 @@ export function optimizerOf(kind: string): OptimizerDescription | undefined {
 }
 
 /** Every field name of the given descriptions, first-seen order (CSV columns, sweep parameters). */
+/** A model's sizes as generic code reads them, through its family's roles. */
+export interface ModelDims {
+  depth: number;
+  /** null: not a token model. */
+  seq: number | null;
+  widths: number[];
+}
+
+export function modelDims(model: { kind: string }): ModelDims {
+  const f = familyOf(model.kind);
+  if (!f) throw new Error(`unknown model kind "${model.kind}"`);
+  const m = model as unknown as Record<string, number>;
+  const r = f.roles;
+  return {
+    depth: m[r.depth],
+    seq: r.seq === undefined ? null : m[r.seq],
+    widths: [...r.widths.map((k) => m[k]), ...(r.derivedWidths?.(m as never) ?? [])],
+  };
+}
+
+/** The model field that is a family's sequence length, if it has one. */
+export const seqField = (kind: string): string | undefined => familyOf(kind)?.roles.seq;
+
 export function fieldNames(list: readonly { fields: Fields }[]): string[] {
   const out: string[] = [];
   for (const d of list) for (const k of Object.keys(d.fields)) if (!out.includes(k)) out.push(k);

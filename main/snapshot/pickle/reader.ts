@@ -156,17 +156,17 @@ class Reader {
 
   /** What a hook may do to the reader (see ReadHooks). */
   private hookContext(): HookContext {
-    const self = this;
+    const src = this.src;
     return (this.ctx ??= {
       get offset() {
-        return self.src.base + self.src.i;
+        return src.base + src.i;
       },
       length: this.src.length,
-      release(value, idx, replacement) {
-        if (self.memo.get(idx) !== value) return;
-        if (replacement === undefined) self.memo.delete(idx);
-        else self.memo.set(idx, replacement);
-        if (isContainer(value)) self.shared.delete(value);
+      release: (value, idx, replacement) => {
+        if (this.memo.get(idx) !== value) return;
+        if (replacement === undefined) this.memo.delete(idx);
+        else this.memo.set(idx, replacement);
+        if (isContainer(value)) this.shared.delete(value);
       },
     });
   }

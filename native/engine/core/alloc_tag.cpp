@@ -6,20 +6,22 @@
 
 namespace vramlab::engine {
 
+// The one spelling of each category, the contract's (main/contract/runs.ts CATEGORIES; the
+// addon exports this list and loading it checks the two agree).
 const char* category_name(Category c) {
   switch (c) {
     case Category::Parameter:
-      return "parameter";
+      return "parameters";
     case Category::Gradient:
-      return "gradient";
+      return "gradients";
     case Category::OptimizerState:
       return "optimizer_state";
     case Category::Activation:
-      return "activation";
+      return "activations";
     case Category::Temporary:
-      return "temporary";
+      return "temporaries";
     case Category::Input:
-      return "input";
+      return "inputs";
     case Category::Workspace:
       return "workspace";
     case Category::Other:
@@ -29,7 +31,7 @@ const char* category_name(Category c) {
     case Category::Mlp:
       return "mlp";
     case Category::Norm:
-      return "norm";
+      return "norms";
     case Category::Logits:
       return "logits";
     case Category::KvCache:

@@ -35,7 +35,7 @@ struct TagInfo {
   Category category = Category::Other;
   std::string module_path;    // "layers.3.net.0"
   std::string op;             // "addmm"
-  std::string label() const;  // "activation|addmm|layers.3.net.0"
+  std::string label() const;  // "activations|addmm|layers.3.net.0"
 };
 
 // Interns (category, module path id, op) -> TagId. Thread-safe; lookups are a hash probe.

@@ -10,6 +10,7 @@
 #include "engine/core/context.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
+#include "engine/spec/run_spec.h"
 
 namespace vramlab::engine {
 
@@ -163,6 +164,21 @@ void Adam::step() {
     denom = std::move(q);
     addcdiv_(p, s.exp_avg, denom, -(o_.lr / bc1));
   }
+}
+
+// The registry's factories (optim/registry.cpp) for {kind: "adam" | "adamw", ...}.
+std::unique_ptr<Optimizer> make_adam(const KindArgs& a, std::vector<Tensor> params) {
+  AdamOptions o;
+  o.lr = a.f("lr");
+  o.weight_decay = a.f("weight_decay");
+  o.foreach = a.b("foreach");
+  return std::make_unique<Adam>(std::move(params), o);
+}
+
+std::unique_ptr<Optimizer> make_adamw(const KindArgs& a, std::vector<Tensor> params) {
+  AdamOptions o = adamw_options(a.f("lr"), a.f("weight_decay"));
+  o.foreach = a.b("foreach");
+  return std::make_unique<Adam>(std::move(params), o);
 }
 
 }  // namespace vramlab::engine

@@ -1,52 +1,34 @@
-// The optimizers, one line each: an optimizer is its own file here plus this line (and
-// its description in main/contract/catalogue/optimizers/). Arguments arrive with the
+// The optimizers, one name each: an optimizer is its own file here, defining its class and
+// `make_<kind>(const KindArgs&, std::vector<Tensor>)`, plus its name in VRAMLAB_OPTIMIZERS
+// (and its description in main/contract/catalogue/optimizers/). Arguments arrive with the
 // contract's defaults filled in.
 #include <stdexcept>
 
 #include "engine/optim/optimizer.h"
 #include "engine/spec/run_spec.h"
 
+// Registration: one X(kind) per optimizer.
+#define VRAMLAB_OPTIMIZERS(X) X(none) X(sgd) X(adam) X(adamw)
+
 namespace vramlab::engine {
 
-namespace {
-
-std::unique_ptr<Optimizer> make_sgd(const KindArgs& a, std::vector<Tensor> params) {
-  SGDOptions o;
-  o.lr = a.f("lr");
-  o.momentum = a.f("momentum");
-  o.weight_decay = a.f("weight_decay");
-  o.nesterov = a.has("nesterov") && a.b("nesterov");
-  o.foreach = a.b("foreach");
-  return std::make_unique<SGD>(std::move(params), o);
-}
-
-std::unique_ptr<Optimizer> make_adam(const KindArgs& a, std::vector<Tensor> params) {
-  AdamOptions o;
-  o.lr = a.f("lr");
-  o.weight_decay = a.f("weight_decay");
-  o.foreach = a.b("foreach");
-  return std::make_unique<Adam>(std::move(params), o);
-}
-
-std::unique_ptr<Optimizer> make_adamw(const KindArgs& a, std::vector<Tensor> params) {
-  AdamOptions o = adamw_options(a.f("lr"), a.f("weight_decay"));
-  o.foreach = a.b("foreach");
-  return std::make_unique<Adam>(std::move(params), o);
-}
+#define VRAMLAB_DECLARE_OPTIMIZER(kind) \
+  std::unique_ptr<Optimizer> make_##kind(const KindArgs& args, std::vector<Tensor> params);
+VRAMLAB_OPTIMIZERS(VRAMLAB_DECLARE_OPTIMIZER)
+#undef VRAMLAB_DECLARE_OPTIMIZER
 
 std::unique_ptr<Optimizer> make_none(const KindArgs&, std::vector<Tensor>) { return nullptr; }
+
+namespace {
 
 struct OptimizerEntry {
   const char* kind;
   std::unique_ptr<Optimizer> (*make)(const KindArgs&, std::vector<Tensor>);
 };
 
-constexpr OptimizerEntry kOptimizers[] = {
-    {"none", make_none},
-    {"sgd", make_sgd},
-    {"adam", make_adam},
-    {"adamw", make_adamw},
-};
+#define VRAMLAB_OPTIMIZER_ENTRY(kind) {#kind, make_##kind},
+constexpr OptimizerEntry kOptimizers[] = {VRAMLAB_OPTIMIZERS(VRAMLAB_OPTIMIZER_ENTRY)};
+#undef VRAMLAB_OPTIMIZER_ENTRY
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "engine/core/context.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
+#include "engine/spec/run_spec.h"
 
 namespace vramlab::engine {
 
@@ -93,6 +94,17 @@ void SGD::step() {
     }
     add_(p, g, -o_.lr);
   }
+}
+
+// The registry's factory (optim/registry.cpp) for {kind: "sgd", ...}.
+std::unique_ptr<Optimizer> make_sgd(const KindArgs& a, std::vector<Tensor> params) {
+  SGDOptions o;
+  o.lr = a.f("lr");
+  o.momentum = a.f("momentum");
+  o.weight_decay = a.f("weight_decay");
+  o.nesterov = a.has("nesterov") && a.b("nesterov");
+  o.foreach = a.b("foreach");
+  return std::make_unique<SGD>(std::move(params), o);
 }
 
 }  // namespace vramlab::engine

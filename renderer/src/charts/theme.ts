@@ -1,4 +1,6 @@
 // Colours for canvases, read from the CSS variables so light and dark themes both apply.
+import { CATEGORIES, type Category } from '$contract/runs';
+
 export interface ChartColors {
   fg: string;
   muted: string;
@@ -9,13 +11,36 @@ export interface ChartColors {
   series: { allocated: string; reserved: string; active: string };
   /** The CUDA context & libraries band: a hue no category or series uses. */
   context: { fill: string; stripe: string; text: string };
+  /** Each memory category's colour, by id. */
+  category: Readonly<Record<Category, string>>;
+  /** Reserved but unallocated (the stacked chart's top band, the segment map's free blocks). */
+  cachedFree: string;
+  /** category's colours in CATEGORIES' order, then cachedFree: the stacked chart's bands. */
   categories: string[];
 }
+
+/** Each memory category's colour, by id (the same on light and dark backgrounds). */
+export const CATEGORY_COLORS: Readonly<Record<Category, string>> = {
+  parameters: '#6366f1',
+  gradients: '#f59e0b',
+  optimizer_state: '#10b981',
+  activations: '#3b82f6',
+  temporaries: '#ef4444',
+  inputs: '#8b5cf6',
+  workspace: '#64748b',
+  other: '#a3a3a3',
+  attention: '#ec4899',
+  mlp: '#14b8a6',
+  norms: '#eab308',
+  logits: '#f97316',
+  kv_cache: '#0ea5e9',
+};
 
 export function chartColors(el: Element = document.documentElement): ChartColors {
   const css = getComputedStyle(el);
   const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
   const dark = v('--bg', '#fff').toLowerCase() !== '#ffffff';
+  const cachedFree = dark ? 'rgba(226,232,240,0.35)' : 'rgba(100,116,139,0.45)';
   return {
     fg: v('--fg', '#1b1f24'),
     muted: v('--muted', '#5b6470'),
@@ -30,25 +55,9 @@ export function chartColors(el: Element = document.documentElement): ChartColors
     context: dark
       ? { fill: 'rgba(163, 230, 53, 0.16)', stripe: 'rgba(163, 230, 53, 0.5)', text: '#65a30d' }
       : { fill: 'rgba(77, 124, 15, 0.14)', stripe: 'rgba(77, 124, 15, 0.5)', text: '#4d7c0f' },
-    // CATEGORIES' order (main/contract/runs.ts): parameters, gradients, optimizer state,
-    // activations, temporaries, inputs, workspace, other, attention, MLP, norms,
-    // logits / loss, KV cache; then cached-free.
-    categories: [
-      '#6366f1',
-      '#f59e0b',
-      '#10b981',
-      '#3b82f6',
-      '#ef4444',
-      '#8b5cf6',
-      '#64748b',
-      '#a3a3a3',
-      '#ec4899',
-      '#14b8a6',
-      '#eab308',
-      '#f97316',
-      '#0ea5e9',
-      dark ? 'rgba(226,232,240,0.35)' : 'rgba(100,116,139,0.45)',
-    ],
+    category: CATEGORY_COLORS,
+    cachedFree,
+    categories: [...CATEGORIES.map((c) => CATEGORY_COLORS[c]), cachedFree],
   };
 }
 

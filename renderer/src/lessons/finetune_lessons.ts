@@ -1,7 +1,7 @@
 // Guided experiments on fine-tuning and generation: LoRA vs full fine-tuning, bf16 weights
 // vs fp32 master weights, and the KV cache. The figures in the text are the engine's
 // (simulated H100, PyTorch 2.11's behaviour).
-import type { Lesson } from './lessons';
+import type { Lesson } from './lesson';
 
 const H100 = 'sim:h100-80gb';
 const MEDIUM = { kind: 'gpt', vocab: 50257, seq: 1024, dim: 1024, depth: 24, heads: 16 } as const;

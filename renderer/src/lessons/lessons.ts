@@ -2,36 +2,13 @@
 // running something real (an experiment or playground commands) and reading the charts.
 // Text uses `backticks` for code; the view renders them without HTML.
 import type { DeviceInfo } from '$contract';
-import type { SpecInput } from '$contract/spec';
 import { formatBytes } from '$contract/units';
 import { backOfEnvelope } from './formula';
 import { transformerLessons } from './transformer_lessons';
 import { finetuneLessons } from './finetune_lessons';
+import type { Lesson } from './lesson';
 
-export type LessonAction =
-  | { kind: 'experiment'; spec: SpecInput; label: string }
-  | { kind: 'playground'; commands: string[]; label: string; capacity?: string; allocConf?: string };
-
-export interface LessonStep {
-  text: string;
-  action?: LessonAction;
-}
-
-export interface QuickCheck {
-  question: string;
-  options: string[];
-  answer: number; // index into options
-  explanation: string;
-}
-
-export interface Lesson {
-  id: string;
-  title: string;
-  goal: string;
-  steps: LessonStep[];
-  look: string[];
-  check: QuickCheck;
-}
+export type { Lesson, LessonAction, LessonStep, QuickCheck } from './lesson';
 
 const SEED_MLP = { kind: 'mlp', in: 1024, hidden: 2048, depth: 2, out: 10 } as const;
 const SEED_RES = { kind: 'residual', dim: 512, depth: 20 } as const;

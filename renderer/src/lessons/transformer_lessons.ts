@@ -2,7 +2,7 @@
 // grouped-query attention changes, what checkpointing saves in a transformer, and why
 // varying lengths make reserved memory creep. The
 // figures in the text are the engine's (simulated H100, PyTorch 2.11's behaviour).
-import type { Lesson } from './lessons';
+import type { Lesson } from './lesson';
 
 const H100 = 'sim:h100-80gb';
 const GPT2 = { kind: 'gpt', vocab: 50257, seq: 1024, dim: 768, depth: 12, heads: 12 } as const;

@@ -1,5 +1,6 @@
 // The host methods the lab's screens use, typed by the contract (main/contract/methods.ts).
-import type { FitParam, SpecInput, SweepParam } from '$contract/spec';
+import type { SpecInput } from '$contract/spec';
+import type { FitParam, SweepParam } from '$contract/sweep_params';
 import { call, type Transport } from '../transport/transport';
 
 export const api = {

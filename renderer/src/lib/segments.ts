@@ -1,6 +1,7 @@
 // The allocator's segments and blocks at any moment of a run, rebuilt by replaying the
 // run's allocator trace up to that time (as PyTorch's memory viewer rebuilds its
 // "allocator state" from a snapshot's trace). Pure: the segment map only draws the result.
+import { ALLOCATOR_CONSTANTS } from '$contract/allocator';
 import type { AllocatorEvent } from '$contract/runs';
 
 export interface MapBlock {
@@ -33,8 +34,8 @@ export interface SegmentState {
   largestFree: number;
 }
 
-const SMALL_SEGMENT = 2 << 20; // the small pool's segments are exactly 2 MiB
-const MIN_BLOCK = 512; // the allocator rounds every request up to this
+// The small pool's segments are exactly 2 MiB; the allocator rounds every request up to 512 B.
+const { smallBuffer: SMALL_SEGMENT, minBlockSize: MIN_BLOCK } = ALLOCATOR_CONSTANTS;
 
 /** The smallest block the allocator could hand out for `requested` bytes. */
 function blockFor(requested: number): number {

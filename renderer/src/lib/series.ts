@@ -2,16 +2,16 @@
 // progress batches arrive, kept as chart.js's normalized {x, y} points so the chart can
 // skip parsing, plus the phase intervals, the peak and the OOM if there was one.
 
-import { CATEGORIES as CONTRACT_CATEGORIES, type MemorySample, type RunEvent } from '$contract/runs';
+import { CATEGORIES, type Category, type MemorySample, type RunEvent } from '$contract/runs';
 
-/** Category labels for legends, in the contract's order. */
-const LABELS: Partial<Record<(typeof CONTRACT_CATEGORIES)[number], string>> = {
+/** Legend labels by category id (the contract's and the engine's one spelling). */
+const LABELS: Partial<Record<Category, string>> = {
   optimizer_state: 'optimizer state',
   mlp: 'MLP',
   logits: 'logits / loss',
   kv_cache: 'KV cache',
 };
-export const CATEGORIES = CONTRACT_CATEGORIES.map((c) => LABELS[c] ?? c.replace('_', ' '));
+export const categoryLabel = (c: Category): string => LABELS[c] ?? c.replace('_', ' ');
 
 export interface Point {
   x: number;

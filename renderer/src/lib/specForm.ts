@@ -19,6 +19,7 @@ import {
   type Field,
   type FinetuneMethod,
 } from '$contract/catalogue';
+import { AllocConfError, allocConfItems, parseAllocConf } from '$contract/alloc_conf';
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
 
 /** Spec fields the form edits directly, by their spec names. */
@@ -157,6 +158,17 @@ export function chooseOptimizer(f: FormState, kind: string): void {
 const INT = /^\s*[0-9]+\s*$/;
 const NUM = /^\s*[0-9]*\.?[0-9]+(e-?[0-9]+)?\s*$/i;
 
+/** Why the allocator would refuse a PYTORCH_CUDA_ALLOC_CONF string, or null. */
+function allocConfError(conf: string): string | null {
+  try {
+    parseAllocConf(conf);
+    return null;
+  } catch (err) {
+    if (err instanceof AllocConfError) return err.message;
+    throw err;
+  }
+}
+
 /** The allocator's PYTORCH_CUDA_ALLOC_CONF string for the form's settings. */
 export function allocConf(f: FormState): string {
   const parts: string[] = [];
@@ -219,9 +231,9 @@ export function formToSpec(f: FormState): FormResult {
       errors.gcThreshold = `must be a fraction strictly between 0 and 1, got "${f.gcThreshold}"`;
   }
   if (f.roundupDivisions.trim()) {
-    const v = Number(f.roundupDivisions);
-    if (!INT.test(f.roundupDivisions) || (v !== 0 && (v & (v - 1)) !== 0) || v > 64)
-      errors.roundupDivisions = `must be a power of 2 up to 64 (or 0 to turn rounding off), got "${f.roundupDivisions}"`;
+    // One value for every size, or a per-size list as PyTorch writes it: "[256:1,>:4]".
+    const err = allocConfError(`roundup_power2_divisions:${f.roundupDivisions.trim()}`);
+    if (err) errors.roundupDivisions = err;
   }
   let capacity: number | null = null;
   if (f.capacity.trim()) {
@@ -330,12 +342,11 @@ export function specToForm(spec: SpecInput): FormState {
   if (spec.device) f.device = spec.device;
   if (spec.capacity !== undefined && spec.capacity !== null) f.capacity = String(spec.capacity);
   if (spec.history !== undefined) f.history = spec.history;
-  for (const part of (spec.alloc_conf ?? '').split(',')) {
-    const [k, v] = part.split(':');
-    if (k === 'max_split_size_mb') f.maxSplitMb = v ?? '';
-    if (k === 'expandable_segments') f.expandable = (v ?? '').toLowerCase() === 'true';
-    if (k === 'garbage_collection_threshold') f.gcThreshold = v ?? '';
-    if (k === 'roundup_power2_divisions') f.roundupDivisions = v ?? '';
+  for (const { key: k, value: v } of allocConfItems(spec.alloc_conf ?? '')) {
+    if (k === 'max_split_size_mb') f.maxSplitMb = v;
+    if (k === 'expandable_segments') f.expandable = v.toLowerCase() === 'true';
+    if (k === 'garbage_collection_threshold') f.gcThreshold = v;
+    if (k === 'roundup_power2_divisions') f.roundupDivisions = v;
   }
   return f;
 }

@@ -59,6 +59,7 @@ export const gpt = defineFamily({
   losses: ['cross_entropy'],
   blocks: true,
   transformer: true,
+  roles: { depth: 'depth', seq: 'seq', widths: ['dim', 'vocab'], derivedWidths: (m) => [4 * m.dim] },
   loraTargets: [
     { value: 'attn', label: 'attn (c_attn, fused qkv)' },
     { value: 'proj', label: 'proj (attention c_proj)' },

@@ -70,6 +70,7 @@ export const llama = defineFamily({
   losses: ['cross_entropy'],
   blocks: true,
   transformer: true,
+  roles: { depth: 'depth', seq: 'seq', widths: ['dim', 'ffn', 'vocab'] },
   loraTargets: [
     { value: 'q', label: 'q (wq)' },
     { value: 'k', label: 'k (wk)' },

@@ -48,6 +48,7 @@ export const mlp = defineFamily({
   losses: ['sum', 'mse', 'cross_entropy'],
   blocks: false,
   transformer: false,
+  roles: { depth: 'depth', widths: ['in', 'hidden', 'out'] },
   loraTargets: [],
   loraDefaultTargets: [],
   presets: [{ id: 'seed-mlp', label: 'Seed MLP (1024-2048-2048-10)', model: { in: 1024, hidden: 2048, depth: 2, out: 10 } }],

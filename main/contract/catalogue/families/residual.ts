@@ -30,6 +30,7 @@ export const residual = defineFamily({
   losses: ['sum', 'mse', 'cross_entropy'],
   blocks: true,
   transformer: false,
+  roles: { depth: 'depth', widths: ['dim'] },
   loraTargets: [],
   loraDefaultTargets: [],
   presets: [
