@@ -6,6 +6,7 @@
 // Kept apart from spec.ts so the spec's schema can change without touching these rules;
 // spec.ts applies them with one call (checkSpecLimits) on the completed spec.
 import { LIMITS } from './catalogue/limits';
+import { modelSizes } from './catalogue';
 import { drawMaxSeq, isDraw, type Shapes } from './shapes';
 
 /** Layer passes one run may make: iterations x accum x depth (about 10 s simulated). */
@@ -27,19 +28,10 @@ export interface LimitIssue {
   input?: unknown;
 }
 
-/** The subset of a validated spec these rules read (any family: fields it lacks are absent). */
+/** The subset of a validated spec these rules read (any family: fields it lacks are absent;
+ *  a family that keeps its sizes elsewhere, hf in its config, gives them through modelSizes). */
 export interface SizedSpec {
-  model: {
-    kind: string;
-    depth: number;
-    in?: number;
-    hidden?: number;
-    out?: number;
-    dim?: number;
-    ffn?: number;
-    vocab?: number;
-    seq?: number;
-  };
+  model: { kind: string };
   batch: number;
   iterations: number;
   accum: number;
@@ -53,9 +45,13 @@ export interface SizedSpec {
 /** Layer passes a run makes: iterations x accum x depth; mode "generate": new_tokens x depth
  *  (the prefill and new_tokens - 1 decode steps, each a forward over every block). */
 export function layerSteps(spec: SizedSpec): number {
-  if (spec.mode === 'generate') return (spec.new_tokens ?? 0) * spec.model.depth;
-  return spec.iterations * spec.accum * spec.model.depth;
+  const depth = modelSizes(spec.model).depth;
+  if (spec.mode === 'generate') return (spec.new_tokens ?? 0) * depth;
+  return spec.iterations * spec.accum * depth;
 }
+
+/** A model's sizes as these rules read them. */
+type Sizes = { in?: number; hidden?: number; out?: number; dim?: number; ffn?: number; vocab?: number; seq?: number };
 
 export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
   const issues: LimitIssue[] = [];
@@ -80,7 +76,7 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
             input: spec.iterations,
           },
     );
-  const m = spec.model;
+  const m = modelSizes(spec.model) as Sizes;
   // The widest row a tensor can have: a layer's features, the transformers' vocabulary
   // (embedding, logits) and MLP width (gpt: 4 x dim; llama: ffn).
   const widest = Math.max(
@@ -101,7 +97,7 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
     issues.push({
       path: ['model'],
       message: `describes a tensor of ${tensor} bytes, more than the ${MAX_TENSOR_BYTES}-byte (1 PiB) limit`,
-      input: m,
+      input: spec.model,
     });
   const custom = /^sim:custom:(.*)$/.exec(spec.device);
   if (custom) {

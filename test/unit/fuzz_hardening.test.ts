@@ -16,6 +16,7 @@ import { PickleError } from '../../main/snapshot/pickle/errors';
 import { SnapshotFormatError } from '../../main/snapshot/from_pickle';
 import { loadSnapshotBuffer } from '../../main/snapshot/import';
 import { checkSpec } from '../../main/contract/spec';
+import { modelSizes } from '../../main/contract/catalogue';
 import { layerSteps, MAX_ITERATIONS, MAX_LAYER_STEPS } from '../../main/contract/limits';
 import { createHost } from '../../main/host/create';
 import { startServer, type RunningServer } from '../../main/server/server';
@@ -124,7 +125,7 @@ describe('fuzz: specs', () => {
         }
         expect(r.spec.iterations).toBeLessThanOrEqual(MAX_ITERATIONS);
         expect(layerSteps(r.spec)).toBeLessThanOrEqual(MAX_LAYER_STEPS);
-        if (r.spec.mode === 'generate') expect(r.spec.new_tokens * r.spec.model.depth).toBeLessThanOrEqual(MAX_LAYER_STEPS);
+        if (r.spec.mode === 'generate') expect(r.spec.new_tokens * modelSizes(r.spec.model).depth).toBeLessThanOrEqual(MAX_LAYER_STEPS);
         if (r.spec.capacity !== null) expect(Number.isSafeInteger(r.spec.capacity) && r.spec.capacity >= 2 ** 20).toBe(true);
       }),
       { seed: SEED, numRuns: 5000 },

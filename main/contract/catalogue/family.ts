@@ -39,6 +39,45 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   name(m: ArgsOf<F>): string;
   /** Number of parameters (tied weights counted once), as model.parameters() sums them. */
   parameters(m: ArgsOf<F>): number;
+  /** A family whose model holds more than flat fields (hf: a config.json, or a preset naming one). */
+  nested?: NestedModel;
+  /** The sizes the generic rules read (work limits, depth checks) when they are not the fields themselves. */
+  sizes?(m: ArgsOf<F>): ModelSizes;
+  /** LoRA targets that depend on the model (hf: the architecture's module names). */
+  loraTargetsOf?(m: ArgsOf<F>): readonly string[];
+  loraDefaultTargetsOf?(m: ArgsOf<F>): readonly string[];
+  /** Whether finetune.dropout (LoRA dropout) applies. */
+  loraDropout?: boolean;
+  /** Rules between the family and the spec's own keys (hf: checkpoint, mode, cache). */
+  checkSpec?(spec: FamilySpecView): Issue[];
+}
+
+/** The generic sizes of a model: what work limits and depth checks read. */
+export interface ModelSizes {
+  depth: number;
+  dim?: number;
+  ffn?: number;
+  vocab?: number;
+  seq?: number;
+  heads?: number;
+}
+
+export interface NestedModel {
+  /** Keys beyond `fields` the model object may hold. */
+  keys: readonly string[];
+  /** The completed model's nested part from what was given (fields already filled), or why not. */
+  complete(given: Readonly<Record<string, unknown>>): { ok: true; nested: Record<string, unknown> } | { ok: false; issues: Issue[] };
+}
+
+/** The spec keys a family's checkSpec reads. */
+export interface FamilySpecView {
+  checkpoint: unknown;
+  mode: string;
+  cache: string;
+  loss: string;
+  prompt: number;
+  new_tokens: number;
+  model: Record<string, unknown>;
 }
 
 /** Keeps the literal kind and field types of a description. */
