@@ -65,6 +65,8 @@ export interface ModelSizes {
 export interface NestedModel {
   /** Keys beyond `fields` the model object may hold. */
   keys: readonly string[];
+  /** One line for help texts: what the keys hold. */
+  help: string;
   /** The completed model's nested part from what was given (fields already filled), or why not. */
   complete(given: Readonly<Record<string, unknown>>): { ok: true; nested: Record<string, unknown> } | { ok: false; issues: Issue[] };
 }

@@ -47,6 +47,7 @@ export const hf = defineFamily({
   presets: HF_PRESETS.map((p) => ({ id: p.id, label: p.label, model: { seq: p.seq, attn_implementation: 'sdpa' as const } })),
   nested: {
     keys: ['config', 'preset'],
+    help: "config: the model's config.json (architectures / model_type, fields as the file spells them), or preset: a preset id",
     complete: (given) => {
       if (given.config !== undefined && given.preset !== undefined)
         return {
