@@ -14,6 +14,8 @@ export interface Preset<A> {
   id: string;
   label: string;
   model: A;
+  /** What a family with a nested model adds to name the preset in a spec (hf: {preset: id}). */
+  nested?: Record<string, unknown>;
 }
 
 export interface FamilyDescription<K extends string = string, F extends Fields = Fields> {
@@ -48,6 +50,12 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   loraDefaultTargetsOf?(m: ArgsOf<F>): readonly string[];
   /** Whether finetune.dropout (LoRA dropout) applies. */
   loraDropout?: boolean;
+  /** The modes, checkpoint modes and KV caches the family supports, when fewer than all (hf). */
+  modes?: readonly string[];
+  checkpointModes?: readonly string[];
+  caches?: readonly string[];
+  /** The model's main facts for display (hf: architecture, layers, heads, vocabulary ...). */
+  details?(m: ArgsOf<F>): { key: string; label: string; value: string }[];
   /** Rules between the family and the spec's own keys (hf: checkpoint, mode, cache). */
   checkSpec?(spec: FamilySpecView): Issue[];
 }

@@ -7,6 +7,7 @@ import { LIMITS } from '../limits';
 import { HF_LORA_TARGETS, archByModelType, type HfConfig } from '../hf/architectures';
 import { completeHfConfig, hfSizes } from '../hf/config';
 import { hfParameters, hfLoraTargets } from '../hf/parameters';
+import { hfDetails } from '../hf/details';
 import { HF_DEFAULT_PRESET, HF_PRESETS, hfPreset } from '../hf/presets';
 import { presetOfConfig } from '../hf/preset_match';
 
@@ -44,7 +45,12 @@ export const hf = defineFamily({
   transformer: true,
   loraTargets: HF_LORA_TARGETS.map((t) => ({ value: t, label: t })),
   loraDefaultTargets: ['q_proj', 'v_proj'],
-  presets: HF_PRESETS.map((p) => ({ id: p.id, label: p.label, model: { seq: p.seq, attn_implementation: 'sdpa' as const } })),
+  presets: HF_PRESETS.map((p) => ({
+    id: p.id,
+    label: p.label,
+    model: { seq: p.seq, attn_implementation: 'sdpa' as const },
+    nested: { preset: p.id },
+  })),
   nested: {
     keys: ['config', 'preset'],
     help: "config: the model's config.json (architectures / model_type, fields as the file spells them), or preset: a preset id",
@@ -85,17 +91,21 @@ export const hf = defineFamily({
   loraTargetsOf: (m) => hfLoraTargets(configOf(m)),
   loraDefaultTargetsOf: (m) => archByModelType(configOf(m).model_type as string)?.loraDefaultTargets ?? ['q_proj', 'v_proj'],
   loraDropout: true,
+  modes: ['train', 'generate'],
+  checkpointModes: ['none', 'block'],
+  caches: ['dynamic'],
+  details: (m) => hfDetails(configOf(m)),
   checkSpec: (spec) => {
     const issues: Issue[] = [];
     const c = configOf(spec.model);
-    if (spec.checkpoint !== 'none' && spec.checkpoint !== 'block')
+    if (typeof spec.checkpoint !== 'string' || !['none', 'block'].includes(spec.checkpoint))
       issues.push({
         path: ['checkpoint'],
         message:
           'must be "none" or "block" for hf models ("block": gradient_checkpointing_enable on every decoder layer, use_reentrant False)',
         input: spec.checkpoint,
       });
-    if (spec.mode !== 'train' && spec.mode !== 'generate')
+    if (!['train', 'generate'].includes(spec.mode))
       issues.push({ path: ['mode'], message: 'must be "train" or "generate" for hf models', input: spec.mode });
     if (spec.mode === 'generate' && spec.cache !== 'dynamic')
       issues.push({
