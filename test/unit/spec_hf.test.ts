@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { checkSpec, parseSpec, withParam, type Spec } from '../../main/contract/spec';
 import { HF_PRESETS, completeHfConfig, hfLoraParameters, modelName, parameterCount, type HfConfig } from '../../main/contract/catalogue';
 import { hfReference, protocolToSpec } from '../helpers/hf_reference';
+import { specColumns } from '../../main/export/spec_columns';
 
 const fixture = (name: string) =>
   JSON.parse(readFileSync(path.resolve(import.meta.dirname, `../fixtures/hf/${name}.config.json`), 'utf8')) as Record<string, unknown>;
@@ -262,5 +263,13 @@ describe('hf parameter counts', () => {
     expect(parameterCount(parseSpec(hf(fixture('Qwen2.5-0.5B'))).model)).toBe(630_167_424 - 151936 * 896);
     // GPT-2 small: 124,439,808 (wte + wpe + 12 blocks + ln_f, lm_head tied).
     expect(parameterCount(parseSpec({ model: { kind: 'hf', preset: 'gpt2' } }).model)).toBe(124_439_808);
+  });
+});
+
+describe('hf in CSV columns', () => {
+  it('fills the generic size columns from the config', () => {
+    const row = specColumns(parseSpec({ model: { kind: 'hf', preset: 'qwen2.5-7b' } }));
+    expect(row).toMatchObject({ model: 'hf', model_depth: 28, model_dim: 3584, model_heads: 28, model_vocab: 152064, model_seq: 2048 });
+    expect(row.model_attn_implementation).toBe('sdpa');
   });
 });
