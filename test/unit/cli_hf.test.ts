@@ -1,6 +1,6 @@
 // `vramlab run` with an hf spec naming a preset, as a user runs it (the built CLI in its own
-// process): the preset's config is completed, the run's name says the model and LoRA, and a
-// config the contract refuses exits 2 naming the field.
+// process, the real addon): the preset's config is completed and run, the run's name says the
+// model and LoRA, and a config the contract refuses exits 2 naming the field.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,6 +30,30 @@ describe('vramlab run with an hf spec', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("config: the model's config.json");
     expect(r.stdout).toContain('qwen2.5-0.5b (Qwen2.5-0.5B)');
+  });
+
+  it('runs a preset with LoRA: done, named for the model, its config completed', () => {
+    const r = vramlab(
+      {
+        model: { kind: 'hf', preset: 'qwen2.5-0.5b', seq: 256 },
+        batch: 2,
+        iterations: 1,
+        weights: 'bf16',
+        precision: 'bf16',
+        optimizer: 'adamw',
+        finetune: { method: 'lora', rank: 16 },
+      },
+      '--json',
+      '--quiet',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.status).toBe('done');
+    expect(out.name).toBe('Qwen2.5-0.5B seq 256 LoRA r16 b2 adamw');
+    expect(out.parameters).toBe(494_032_768 + 16 * 24 * (896 + 896 + 896 + 128));
+    expect(out.spec.model.config).toMatchObject({ architectures: ['Qwen2ForCausalLM'], head_dim: 64, num_key_value_heads: 2 });
+    expect(out.readings.params).toBeGreaterThan(0);
   });
 
   it('refuses an unsupported architecture before anything runs, naming it', () => {
