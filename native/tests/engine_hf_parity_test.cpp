@@ -76,8 +76,6 @@ TEST(engine_hf_parity, PublishedRunsReport) { report(reference(), "hf_reference"
 TEST(engine_hf_parity, MeasuredRunsReport) { report(measured(), "h100_hf_more", "sim:h100-80gb"); }
 
 // Llama (bf16 weights and autocast, AdamW) and Llama + PEFT LoRA on q_proj/v_proj: every
-// reading within 4 MiB of PyTorch's (the remaining differences are where a freed block's
-// tail is absorbed into an allocation or split off), parameter counts exact.
-TEST(engine_hf_parity, LlamaTrainingWithinAllocatorTails) {
-  for (size_t i : {size_t(0), size_t(1)}) expect_within(i, 4 << 20);
-}
+// reading byte for byte, and the parameter counts.
+TEST(engine_hf_parity, LlamaTrainingIsExact) { expect_within(0, 0); }
+TEST(engine_hf_parity, LlamaLoraTrainingIsExact) { expect_within(1, 0); }

@@ -233,6 +233,7 @@ class HfLayer : public Container {
     h = attn->attend(h, cos, sin, cache, layer, pos);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_attention_layernorm", h);
     Tensor r = engine::add(x, h);
+    h.reset();  // hidden_states = residual + hidden_states frees the attention output here
     h = a_.norms == Arch::Norms::Pre        ? norm("post_attention_layernorm", r)
         : a_.norms == Arch::Norms::Sandwich ? norm("pre_feedforward_layernorm", r)
                                             : r;
@@ -322,8 +323,10 @@ class HfCausalLM : public Model {
       model->add_buffer("rotary_emb.original_inv_freq", orig);
     }
     register_module("model", model);
-    lm_head_ =
-        a.tie ? std::make_shared<Linear>(embed_->weight) : std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
+    // nn.Linear(hidden, vocab) is made with its own weight either way; post_init's
+    // tie_weights() then points it at embed_tokens.weight and the weight made is freed
+    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
+    if (a.tie) lm_head_ = std::make_shared<Linear>(embed_->weight);
     register_module("lm_head", lm_head_);
   }
   std::string type_name() const override { return arch_.name; }
