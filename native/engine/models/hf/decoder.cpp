@@ -233,6 +233,7 @@ class HfLayer : public Container {
     h = attn->attend(h, cos, sin, cache, layer, pos);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_attention_layernorm", h);
     Tensor r = engine::add(x, h);
+    h.reset();  // hidden_states = residual + hidden_states frees the attention output here
     h = a_.norms == Arch::Norms::Pre        ? norm("post_attention_layernorm", r)
         : a_.norms == Arch::Norms::Sandwich ? norm("pre_feedforward_layernorm", r)
                                             : r;
@@ -287,9 +288,22 @@ class HfCausalLM : public Model {
                                   "\" is not modelled yet (only \"sdpa\")");
     if (arch_.gpt2) throw std::invalid_argument("hf: " + arch_.name + " is not modelled yet");
     const Arch& a = arch_;
+    {
+      // transformers imports torchaudio.compliance.kaldi lazily while the model is built,
+      // under torch.device("cuda"): its module-level EPSILON = torch.tensor(eps) lands on
+      // the GPU and stays (a 4-byte float32 scalar; seen in the allocator's snapshot)
+      CategoryScope cs(Category::Other);
+      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
+    }
     auto model = std::make_shared<Container>("Model");
     embed_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
     model->add("embed_tokens", embed_);
+    if (a.embed_scale) {
+      // Gemma's ScaledWordEmbedding: embed_scale = nn.Buffer(torch.tensor(sqrt(hidden)))
+      CategoryScope cs(Category::Other);
+      embed_scale_ = make_tensor({}, dt, "torch.tensor");
+      model->add_buffer("embed_tokens.embed_scale", embed_scale_);
+    }
     auto list = std::make_shared<Container>("ModuleList");
     for (int64_t i = 0; i < a.layers; ++i) {
       layers_.push_back(std::make_shared<HfLayer>(a, dt, size_t(i)));
@@ -309,8 +323,10 @@ class HfCausalLM : public Model {
       model->add_buffer("rotary_emb.original_inv_freq", orig);
     }
     register_module("model", model);
-    lm_head_ =
-        a.tie ? std::make_shared<Linear>(embed_->weight) : std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
+    // nn.Linear(hidden, vocab) is made with its own weight either way; post_init's
+    // tie_weights() then points it at embed_tokens.weight and the weight made is freed
+    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
+    if (a.tie) lm_head_ = std::make_shared<Linear>(embed_->weight);
     register_module("lm_head", lm_head_);
   }
   std::string type_name() const override { return arch_.name; }
@@ -383,6 +399,8 @@ class HfCausalLM : public Model {
     {
       CategoryScope cs(Category::Activation);
       emb = (*embed_)(idx);
+      // Gemma: super().forward(input_ids) * self.embed_scale (the unscaled rows freed)
+      if (arch_.embed_scale) emb = mul(emb, std::sqrt(double(arch_.hidden)));
     }
     Tensor position_ids;
     {
@@ -392,7 +410,6 @@ class HfCausalLM : public Model {
     }
     if (!cache) hf::packed_sequence_check(position_ids, B);
     Tensor x = emb;
-    if (arch_.embed_scale) x = mul(emb, std::sqrt(double(arch_.hidden)));
     Tensor cos, sin;
     hf::rotary_cos_sin(inv_freq_, position_ids, x.dtype(), arch_.rope_theta, cos, sin);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
@@ -422,6 +439,7 @@ class HfCausalLM : public Model {
   std::shared_ptr<RmsNorm> norm_;
   std::shared_ptr<Linear> lm_head_;
   Tensor inv_freq_;
+  Tensor import_scalar_, embed_scale_;
   Tensor loss_;
 };
 
