@@ -43,6 +43,9 @@ describe('ExperimentPanel: Hugging Face models', () => {
     expect(detail('vocab')).toBe('151,936');
     expect(detail('tied')).toBe('yes');
     expect(detail('parameters')).toBe('494,032,768');
+    // The model computes its own loss: said, not offered as a choice.
+    expect(screen.queryByTestId('field-loss')).toBeNull();
+    expect(byId('own-loss').textContent).toContain('ForCausalLMLoss');
     expect(byId('field-seq').value).toBe('2048');
     await fireEvent.click(byId('run'));
     expect(lastSpec(onrun).model).toEqual({ kind: 'hf', seq: 2048, attn_implementation: 'sdpa', preset: 'qwen2.5-0.5b' });

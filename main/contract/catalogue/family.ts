@@ -25,6 +25,8 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   fields: F;
   /** Spec keys whose default differs for this family (transformers: batch 8, cross-entropy). */
   specDefaults: { batch?: number; loss?: 'sum' | 'mse' | 'cross_entropy' };
+  /** A loss the model computes itself (hf: ForCausalLMLoss), shown instead of a choice. */
+  ownLoss?: string;
   /** The losses the family trains on. */
   losses: readonly ('sum' | 'mse' | 'cross_entropy')[];
   /** Its model is a stack of blocks that checkpointing and freezing work on. */

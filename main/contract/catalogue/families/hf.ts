@@ -41,6 +41,7 @@ export const hf = defineFamily({
   specDefaults: { batch: 8, loss: 'cross_entropy' },
   // The model computes its own loss (ForCausalLMLoss on the shifted labels): fixed, not chosen.
   losses: ['cross_entropy'],
+  ownLoss: "the model's own: ForCausalLMLoss, cross-entropy on the labels shifted by one (labels = input_ids)",
   blocks: true,
   transformer: true,
   loraTargets: HF_LORA_TARGETS.map((t) => ({ value: t, label: t })),
