@@ -429,7 +429,9 @@ class HfCausalLM : public Model {
                      [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
                        return layers_[i]->forward_layer(h, ex[0], ex[1], nullptr, i, 0);
                      },
-                     {c4, s4});
+                     // HF checkpoints partial(layer.__call__, **kwargs): position_ids rides
+                     // along with the tables until each layer's recomputation
+                     {c4, s4, position_ids});
     }
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);
