@@ -23,12 +23,16 @@ struct Arch {
   bool q_bias = false, k_bias = false, v_bias = false, o_bias = false, mlp_bias = false;
   bool fused_qkv = false;      // Phi-3: one qkv_proj, sliced
   bool fused_gate_up = false;  // Phi-3: one gate_up_proj, chunked
+  // Phi-3's partial-rotary apply_rotary_pos_emb: cat([rotated, pass-through], -1) copies the
+  // rotated q/k into a contiguous (B, H, T, D) tensor (so SDPA's output needs a copy too)
+  bool rope_cat_copy = false;
   // norms
   enum class QkNorm : uint8_t { None, PerHead, Full };  // Qwen3/Gemma3: over head_dim; OLMo2: over the projection
   QkNorm qk_norm = QkNorm::None;
   enum class Norms : uint8_t { Pre, Post, Sandwich };  // Llama; OLMo2 (after attn/mlp); Gemma (both)
   Norms norms = Norms::Pre;
   bool gemma_norm = false;  // RMSNorm as Gemma: float throughout, x * (1 + w), weight zero-initialised
+  bool olmo_norm = false;   // RMSNorm as OLMo2: (weight * x).to(dtype), the product in float32
   // Gemma: embeddings times sqrt(hidden); logits soft-capped; scaling from query_pre_attn_scalar
   bool embed_scale = false;
   double final_softcap = 0;

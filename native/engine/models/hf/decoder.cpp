@@ -29,6 +29,10 @@ using hf::Arch;
 using hf::Container;
 using hf::RmsNorm;
 
+hf::NormStyle norm_style(const Arch& a) {
+  return a.gemma_norm ? hf::NormStyle::Gemma : a.olmo_norm ? hf::NormStyle::Olmo : hf::NormStyle::Llama;
+}
+
 // rotate_half(x) * sin + x * cos on (B, T, H, D) with tables (1, T, 1, D):
 // q_embed = (q * cos) + (rotate_half(q) * sin).
 Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
@@ -66,11 +70,11 @@ class HfAttention : public Container {
     add("v_proj", std::make_shared<Linear>(C, KV * D, a.v_bias, dt));
     add("o_proj", std::make_shared<Linear>(H * D, C, a.o_bias, dt));
     if (a.qk_norm == Arch::QkNorm::PerHead) {
-      add("q_norm", std::make_shared<RmsNorm>(D, a.norm_eps, dt, a.gemma_norm));
-      add("k_norm", std::make_shared<RmsNorm>(D, a.norm_eps, dt, a.gemma_norm));
+      add("q_norm", std::make_shared<RmsNorm>(D, a.norm_eps, dt, norm_style(a)));
+      add("k_norm", std::make_shared<RmsNorm>(D, a.norm_eps, dt, norm_style(a)));
     } else if (a.qk_norm == Arch::QkNorm::Full) {
-      add("q_norm", std::make_shared<RmsNorm>(H * D, a.norm_eps, dt, a.gemma_norm));
-      add("k_norm", std::make_shared<RmsNorm>(KV * D, a.norm_eps, dt, a.gemma_norm));
+      add("q_norm", std::make_shared<RmsNorm>(H * D, a.norm_eps, dt, norm_style(a)));
+      add("k_norm", std::make_shared<RmsNorm>(KV * D, a.norm_eps, dt, norm_style(a)));
     }
   }
 
@@ -102,10 +106,14 @@ class HfAttention : public Container {
     }
     {
       // query_states, key_states = apply_rotary_pos_emb(...): both computed, then rebound
-      Tensor qe = apply_rotary(q, cos, sin);
-      Tensor ke = apply_rotary(k, cos, sin);
-      q = qe.transpose(1, 2);
-      k = ke.transpose(1, 2);
+      auto rotate = [&](const Tensor& t) {
+        Tensor e = apply_rotary(t, cos, sin).transpose(1, 2);
+        return a_.rope_cat_copy ? e.contiguous() : e;
+      };
+      Tensor qe = rotate(q);
+      Tensor ke = rotate(k);
+      q = qe;
+      k = ke;
     }
     v = v.transpose(1, 2);
     if (cache) {
@@ -208,7 +216,7 @@ class HfLayer : public Container {
  public:
   HfLayer(const Arch& a, DType dt, size_t index) : Container("DecoderLayer"), a_(a) {
     const int64_t C = a.hidden;
-    auto norm = [&] { return std::make_shared<RmsNorm>(C, a.norm_eps, dt, a.gemma_norm); };
+    auto norm = [&] { return std::make_shared<RmsNorm>(C, a.norm_eps, dt, norm_style(a)); };
     add("self_attn", std::make_shared<HfAttention>(a, dt));
     if (a.sparse[index])
       add("mlp", std::make_shared<HfMoeParams>(a, dt, a.name == "Qwen3MoeForCausalLM"));
@@ -310,7 +318,7 @@ class HfCausalLM : public Model {
       list->add(std::to_string(i), layers_.back());
     }
     model->add("layers", list);
-    norm_ = std::make_shared<RmsNorm>(a.hidden, a.norm_eps, dt, a.gemma_norm);
+    norm_ = std::make_shared<RmsNorm>(a.hidden, a.norm_eps, dt, norm_style(a));
     model->add("norm", norm_);
     {
       // LlamaRotaryEmbedding: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)),
@@ -421,7 +429,9 @@ class HfCausalLM : public Model {
                      [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
                        return layers_[i]->forward_layer(h, ex[0], ex[1], nullptr, i, 0);
                      },
-                     {c4, s4});
+                     // HF checkpoints partial(layer.__call__, **kwargs): position_ids rides
+                     // along with the tables until each layer's recomputation
+                     {c4, s4, position_ids});
     }
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);

@@ -21,7 +21,8 @@ std::shared_ptr<Module> Container::get(const std::string& name) const {
   throw std::logic_error(type_ + " has no module " + name);
 }
 
-RmsNorm::RmsNorm(int64_t dim, double eps, DType dtype, bool gemma) : eps_(eps), gemma_(gemma) {
+RmsNorm::RmsNorm(int64_t dim, double eps, DType dtype, NormStyle style) : eps_(eps), style_(style) {
+  const bool gemma = style == NormStyle::Gemma;
   // nn.Parameter(torch.ones(dim)) / torch.zeros(dim) in the default dtype
   weight = new_parameter({dim}, dtype, gemma ? "zeros" : "ones");
   {
@@ -33,7 +34,7 @@ RmsNorm::RmsNorm(int64_t dim, double eps, DType dtype, bool gemma) : eps_(eps), 
 }
 
 Tensor RmsNorm::forward(const Tensor& x) {
-  if (gemma_) {
+  if (style_ == NormStyle::Gemma) {
     // output = self._norm(x.float()); output = output * (1.0 + self.weight.float()); output.type_as(x)
     Tensor out;
     {
@@ -78,7 +79,10 @@ Tensor RmsNorm::forward(const Tensor& x) {
     h = mul(h, r);
   }
   Tensor out;
-  {
+  if (style_ == NormStyle::Olmo) {
+    Tensor p = mul(weight, h);
+    out = p.to(x.dtype());
+  } else {
     Tensor t = h.to(x.dtype());
     out = mul(weight, t);
   }

@@ -25,17 +25,19 @@ class Container : public Module {
 };
 
 // LlamaRMSNorm (x.to(float32); pow(2).mean; x * rsqrt(var + eps); weight * x.to(dtype)),
-// or Gemma's (float throughout, x * (1 + weight.float()), .type_as(x); weight zeros).
+// OLMo2's (the same, but (weight * x).to(dtype): the product in float32), or Gemma's
+// (float throughout, x * (1 + weight.float()), .type_as(x); weight zeros).
+enum class NormStyle : uint8_t { Llama, Olmo, Gemma };
 class RmsNorm : public Module {
  public:
-  RmsNorm(int64_t dim, double eps, DType dtype, bool gemma);
+  RmsNorm(int64_t dim, double eps, DType dtype, NormStyle style);
   std::string type_name() const override { return "RMSNorm"; }
   Tensor forward(const Tensor& x) override;
   Tensor weight;
 
  private:
   double eps_;
-  bool gemma_;
+  NormStyle style_;
 };
 
 // compute_default_rope_parameters on the device: (head_dim / 2,) float32.
