@@ -29,7 +29,10 @@ export function specHelp(): string {
     const extra = Object.entries(fam.specDefaults).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
     lines.push(`    ${fam.kind}: ${fam.summary}${extra.length ? ` (defaults: ${extra.join(', ')})` : ''}`);
     lines.push(...fieldLines(fam.fields, '      '));
-    if (fam.presets.length) lines.push(`      presets: ${fam.presets.map((p) => p.label).join('; ')}`);
+    if (fam.nested) lines.push(`      ${fam.nested.help}`);
+    // A family whose spec names presets (hf) lists their ids.
+    if (fam.presets.length)
+      lines.push(`      presets: ${fam.presets.map((p) => (fam.nested ? `${p.id} (${p.label})` : p.label)).join('; ')}`);
   }
   lines.push('', '  optimizer "kind" or {"kind": ..., fields}: default "adam"');
   for (const o of optimizers()) {
@@ -46,13 +49,15 @@ export function specHelp(): string {
   );
   lines.push(...fieldLines(SPEC_FIELDS, '  '));
   lines.push(
-    '  finetune         {"method":"full"} | {"method":"freeze","blocks":k} | {"method":"lora","rank":r,"alpha":a,"targets":[...]}   transformers only',
+    '  finetune         {"method":"full"} | {"method":"freeze","blocks":k} | {"method":"lora","rank":r,"alpha":a,"targets":[...],"dropout":p (hf)}   transformers only',
   );
   lines.push(...fieldLines(FINETUNE_FIELDS, '    '));
   for (const fam of families())
     if (fam.loraTargets.length)
       lines.push(
-        `    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')})`,
+        `    ${fam.kind} LoRA targets: ${fam.loraTargets.map((t) => t.value).join(', ')} (default ${fam.loraDefaultTargets.join(', ')}${
+          fam.loraTargetsOf ? "; each architecture's own modules, PEFT's default for it" : ''
+        })`,
       );
   lines.push('  shapes           null       [{"batch": b, "seq": t}, ...]   one training iteration per entry (transformers)');
   lines.push(

@@ -87,7 +87,7 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
     issues.push({
       path: ['model'],
       message: `describes a tensor of ${tensor} bytes, more than the ${MAX_TENSOR_BYTES}-byte (1 PiB) limit`,
-      input: m,
+      input: spec.model,
     });
   const custom = /^sim:custom:(.*)$/.exec(spec.device);
   if (custom) {

@@ -25,9 +25,13 @@ import {
   modelDims,
   fillFields,
   loraAlphaDefault,
+  loraDefaultTargetsOf,
+  loraTargetsOf,
+  modelSizes,
   optimizerOf,
   type Field,
   type Fields,
+  type FamilySpecView,
   type FinetuneMethod,
   type Issue,
   type ModelInput,
@@ -65,10 +69,15 @@ type FieldValue<K extends keyof SpecFields> = SpecFields[K] extends { type: 'enu
     : number;
 
 export type Checkpoint = (typeof CHECKPOINT_MODES)[number] | { every: number };
+/** dropout (LoRA dropout) is present for the families that have it (hf), absent otherwise. */
 export type FinetuneSpec =
-  { method: 'full' } | { method: 'freeze'; blocks: number } | { method: 'lora'; rank: number; alpha: number; targets: string[] };
+  | { method: 'full' }
+  | { method: 'freeze'; blocks: number }
+  | { method: 'lora'; rank: number; alpha: number; targets: string[]; dropout?: number };
 export type FinetuneInput =
-  { method: 'full' } | { method: 'freeze'; blocks?: number } | { method: 'lora'; rank?: number; alpha?: number; targets?: string[] };
+  | { method: 'full' }
+  | { method: 'freeze'; blocks?: number }
+  | { method: 'lora'; rank?: number; alpha?: number; targets?: string[]; dropout?: number };
 export type { ShapeStep, ShapeDraw, Shapes } from './shapes';
 
 /** A validated spec: every field present, in the order the engine's reader lists them. */
@@ -137,12 +146,17 @@ const optionalFields = (fields: Fields) => Object.fromEntries(Object.entries(fie
 const quoted = (xs: readonly string[]) => xs.map((x) => `"${x}"`).join(', ');
 const orList = (xs: readonly string[]) => (xs.length < 2 ? quoted(xs) : `${quoted(xs.slice(0, -1))} or "${xs[xs.length - 1]}"`);
 
+// A family's nested keys (hf: config, preset) are checked by its own completion step.
+function nestedKeys(kind: string): Record<string, z.ZodType> {
+  const keys = familyOf(kind)?.nested?.keys ?? [];
+  return Object.fromEntries(keys.map((k) => [k, z.unknown().optional()]));
+}
+
 const Model = z.discriminatedUnion(
   'kind',
-  MODEL_KINDS.map((k) => z.strictObject({ kind: z.literal(k), ...optionalFields(FAMILY_TABLE[k].fields) })) as unknown as [
-    z.ZodObject,
-    ...z.ZodObject[],
-  ],
+  MODEL_KINDS.map((k) =>
+    z.strictObject({ kind: z.literal(k), ...optionalFields(FAMILY_TABLE[k].fields), ...nestedKeys(k) }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
   { error: `model.kind must be ${orList(MODEL_KINDS)}` },
 );
 
@@ -183,6 +197,7 @@ const Finetune = z.discriminatedUnion(
         .min(1, { error: 'must name at least one projection' })
         .max(16)
         .optional(),
+      dropout: zField(F.dropout).optional(),
     }),
   ],
   { error: `finetune.method must be ${orList(FINETUNE_METHODS.map((m) => m.value))}` },
@@ -313,15 +328,28 @@ const Bounded = z.unknown().superRefine((v, ctx) => {
 
 export const SpecSchema = Bounded.pipe(
   SpecObject.transform((raw, ctx) => {
-    const spec = complete(raw);
+    const nested = completeNested(raw);
+    if (!nested.ok) {
+      // An issue that names no input gets none shown (zod would show the whole spec).
+      for (const issue of nested.issues)
+        ctx.addIssue({ code: 'custom', ...issue, ...(issue.input === undefined ? { params: { noInput: true } } : {}) });
+      return z.NEVER;
+    }
+    const spec = complete(raw, nested.nested);
     checkSpecLimits(spec, ctx); // work and size bounds across fields: limits.ts
     for (const issue of crossChecks(spec, raw)) ctx.addIssue({ code: 'custom', ...issue });
     return spec;
   }),
 ) as unknown as z.ZodType<Spec, SpecInput>;
 
+/** A family's nested model part (hf: the completed config.json), or why it is refused. */
+function completeNested(raw: Raw): { ok: true; nested: Record<string, unknown> } | { ok: false; issues: Issue[] } {
+  const fam = familyOf(String(raw.model?.kind ?? DEFAULT_MODEL_KIND))!;
+  return fam.nested ? fam.nested.complete((raw.model ?? {}) as Record<string, unknown>) : { ok: true, nested: {} };
+}
+
 /** Fills every default: the user's value, else the mode's, else the family's, else the spec's. */
-function complete(raw: Raw): Spec {
+function complete(raw: Raw, nested: Record<string, unknown>): Spec {
   const kind = (raw.model?.kind ?? DEFAULT_MODEL_KIND) as ModelSpec['kind'];
   const fam = familyOf(kind)!;
   const mode = (raw.mode ?? S.mode.default) as Spec['mode'];
@@ -329,7 +357,9 @@ function complete(raw: Raw): Spec {
   const famDefaults = fam.specDefaults as Record<string, unknown>;
   const pick = <K extends keyof SpecFields>(key: K): FieldValue<K> =>
     ((raw as Record<string, unknown>)[key] ?? modeDefaults[key] ?? famDefaults[key] ?? S[key].default) as FieldValue<K>;
-  const model = { kind, ...fillFields(fam.fields, (raw.model ?? {}) as Record<string, unknown>) } as ModelSpec;
+  // The nested part may carry field defaults of its own (an hf preset's seq); the user's fields win.
+  const given = { ...nested, ...((raw.model ?? {}) as Record<string, unknown>) };
+  const model = { kind, ...nested, ...fillFields(fam.fields, given) } as ModelSpec;
   const shapes = completeShapes(raw.shapes as ShapeStep[] | ShapeDrawInput | null | undefined);
   return {
     model,
@@ -386,9 +416,11 @@ function completeFinetune(f: FinetuneInput | undefined, model: ModelSpec): Finet
   const method: FinetuneMethod = f?.method ?? 'full';
   if (method === 'freeze') return { method, blocks: (f as { blocks?: number }).blocks ?? F.blocks.default };
   if (method === 'lora') {
-    const l = f as { rank?: number; alpha?: number; targets?: string[] };
+    const l = f as { rank?: number; alpha?: number; targets?: string[]; dropout?: number };
     const rank = l.rank ?? F.rank.default;
-    return { method, rank, alpha: l.alpha ?? loraAlphaDefault(rank), targets: l.targets ?? [...familyOf(model.kind)!.loraDefaultTargets] };
+    const out = { method, rank, alpha: l.alpha ?? loraAlphaDefault(rank), targets: l.targets ?? [...loraDefaultTargetsOf(model)] };
+    // Families without LoRA dropout keep the given value so crossChecks can name it.
+    return familyOf(model.kind)!.loraDropout || l.dropout !== undefined ? { ...out, dropout: l.dropout ?? F.dropout.default } : out;
   }
   return { method: 'full' };
 }
@@ -427,7 +459,7 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
   else if (ft.method === 'freeze' && ft.blocks > depth)
     issues.push({ path: ['finetune', 'blocks'], message: `must be at most model.depth (${depth})`, input: ft.blocks });
   else if (ft.method === 'lora') {
-    const allowed = fam.loraTargets.map((t) => t.value);
+    const allowed = loraTargetsOf(m);
     ft.targets.forEach((t, i) => {
       if (!allowed.includes(t))
         issues.push({
@@ -438,7 +470,16 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
       else if (ft.targets.indexOf(t) !== i)
         issues.push({ path: ['finetune', 'targets', i], message: 'names a projection twice', input: t });
     });
+    if (ft.dropout !== undefined && !fam.loraDropout) {
+      const withDropout = MODEL_KINDS.filter((k) => familyOf(k)!.loraDropout);
+      issues.push({
+        path: ['finetune', 'dropout'],
+        message: `LoRA dropout applies to model.kind ${orList(withDropout)}; leave it out with model.kind "${m.kind}"`,
+        input: ft.dropout,
+      });
+    }
   }
+  if (fam.checkSpec) issues.push(...fam.checkSpec(spec as unknown as FamilySpecView));
 
   if (spec.mode === 'generate') {
     if (!fam.transformer)
@@ -548,8 +589,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const scalar = input === null || (input !== undefined && typeof input !== 'object');
   // A message that already quotes a string it was given ("20XB" is not a size) needs no "(got ...)".
   const quotes = typeof input === 'string' && issue.message.includes(quote(input));
-  const whole = issue.code === 'custom' && (issue.params as { whole?: boolean } | undefined)?.whole;
-  if (whole) got = '';
+  const params = issue.code === 'custom' ? (issue.params as { whole?: boolean; noInput?: boolean } | undefined) : undefined;
+  if (params?.whole || params?.noInput) got = '';
   else if ((scalar && issue.code !== 'invalid_union' && !quotes) || (issue.code === 'custom' && input !== undefined && !scalar))
     got = ` (got ${preview(input)})`;
   else if (input === undefined && issue.code === 'invalid_type') got = ' (missing)';

@@ -2,7 +2,7 @@
 // come from the catalogue: model_<field> for every family's fields, optimizer_<field> for
 // every optimizer's; a field the run's family or optimizer lacks is empty.
 import { checkpointLabel, type Spec } from '../contract/spec';
-import { families, fieldNames, optimizers } from '../contract/catalogue';
+import { families, fieldNames, modelSizes, optimizers } from '../contract/catalogue';
 import { describeShapes } from '../contract/shapes';
 
 type Cell = string | number | boolean | null;
@@ -43,7 +43,8 @@ export const SPEC_COLUMNS: readonly string[] = [
 /** Runs stored before a field existed lack it: those cells are empty. */
 export function specColumns(stored: Spec): Record<string, Cell> {
   const spec = { ...stored, finetune: stored.finetune ?? { method: 'full' } };
-  const model = spec.model as unknown as Record<string, Cell>;
+  // A family that keeps its sizes elsewhere (hf: in its config.json) fills depth, dim, vocab ... from them.
+  const model = { ...(modelSizes(spec.model) as unknown as Record<string, Cell>), ...(spec.model as unknown as Record<string, Cell>) };
   const opt = spec.optimizer as unknown as Record<string, Cell>;
   const ft = spec.finetune as { method: string; blocks?: number; rank?: number; alpha?: number; targets?: string[] };
   return {

@@ -254,7 +254,10 @@ function sanitizeName(name: string | undefined): string {
 }
 
 function defaultName(spec: Spec): string {
-  return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
+  // "Qwen2.5-0.5B seq 2048 LoRA r16 b8 adamw": the fine-tuning method says what trains.
+  const ft = spec.finetune;
+  const tuned = ft?.method === 'lora' ? ` LoRA r${ft.rank}` : ft?.method === 'freeze' ? ` freeze ${ft.blocks}` : '';
+  return `${modelName(spec.model)}${tuned} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
 }
 
 async function sweepTemps(dir: string, graceMs: number): Promise<void> {

@@ -37,7 +37,7 @@ describe('catalogue walk', () => {
               r.issues.join('; '),
             ).toBe(true);
         }
-        for (const p of fam.presets) expect(checkSpec({ model: { kind: fam.kind, ...p.model } }).ok, p.id).toBe(true);
+        for (const p of fam.presets) expect(checkSpec({ model: { kind: fam.kind, ...p.model, ...p.nested } }).ok, p.id).toBe(true);
         for (const [k, v] of Object.entries(fam.specDefaults)) expect((spec as unknown as Record<string, unknown>)[k]).toBe(v);
       });
 

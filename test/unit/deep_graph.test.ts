@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { layerSteps, MAX_LAYER_STEPS } from '../../main/contract/limits';
+import { modelDims } from '../../main/contract/catalogue';
 import { parseSpec, type SpecInput } from '../../main/contract/spec';
 import { Predictor } from '../../main/runner/predict';
 import { native } from '../helpers/addon';
@@ -46,7 +47,7 @@ describe('the deepest specs the limits allow', () => {
   it('are at the limits', () => {
     for (const [, input] of DEEPEST) {
       const spec = parseSpec(input);
-      expect(spec.model.depth).toBe(4096);
+      expect(modelDims(spec.model).depth).toBe(4096);
       expect(layerSteps(spec)).toBeLessThanOrEqual(MAX_LAYER_STEPS);
     }
   });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { defineFamily } from '../../main/contract/catalogue/family';
 import { families, modelDims, seqField } from '../../main/contract/catalogue';
 import { layerSteps, MAX_LAYER_STEPS } from '../../main/contract/limits';
-import { checkSpec } from '../../main/contract/spec';
+import { checkSpec, parseSpec } from '../../main/contract/spec';
 import { paramValue, withParam } from '../../main/contract/sweep_params';
 
 const defaults = (fields: Record<string, { default: unknown }>) =>
@@ -13,15 +13,18 @@ const defaults = (fields: Record<string, { default: unknown }>) =>
 
 describe('family roles', () => {
   it.each(families().map((f) => [f.kind, f] as const))('%s names int fields of its own for depth, sequence and widths', (_k, f) => {
-    const named = [f.roles.depth, ...(f.roles.seq ? [f.roles.seq] : []), ...f.roles.widths];
+    // A family whose sizes live in a nested object (hf) computes its depth from it.
+    const depthField = typeof f.roles.depth === 'string' ? [f.roles.depth] : [];
+    const named = [...depthField, ...(f.roles.seq ? [f.roles.seq] : []), ...f.roles.widths];
     for (const name of named) expect(f.fields[name]?.type, `${f.kind}.${name}`).toBe('int');
     expect(f.roles.seq !== undefined).toBe(f.transformer);
   });
 
   it.each(families().map((f) => [f.kind, f] as const))('%s: the work limit follows its depth role', (kind, f) => {
-    const model = { kind, ...defaults(f.fields) } as { kind: string } & Record<string, number>;
+    const model = parseSpec({ model: { kind } }).model as unknown as { kind: string } & Record<string, number>;
     const depth = modelDims(model).depth;
-    expect(depth).toBe(model[f.roles.depth]);
+    const role = f.roles.depth;
+    expect(depth).toBe(typeof role === 'function' ? role(model as never) : model[role]);
     // Enough iterations to pass the layer-pass bound by one block's worth.
     const iterations = Math.floor(MAX_LAYER_STEPS / depth) + 1;
     const r = checkSpec({ model, iterations: Math.min(iterations, 10_000) });

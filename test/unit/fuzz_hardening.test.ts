@@ -20,7 +20,7 @@ import { loadSnapshotBuffer } from '../../main/snapshot/import';
 import { checkSpec, engineSpec } from '../../main/contract/spec';
 import { layerSteps, MAX_ITERATIONS, MAX_LAYER_STEPS, specLimitIssues } from '../../main/contract/limits';
 import { histogramTotal, isDraw, shapeCount } from '../../main/contract/shapes';
-import { familyOf } from '../../main/contract/catalogue';
+import { familyOf, modelDims } from '../../main/contract/catalogue';
 import { createHost } from '../../main/host/create';
 import { startServer, type RunningServer } from '../../main/server/server';
 import { rendererDist } from '../../main/paths';
@@ -128,7 +128,7 @@ describe('fuzz: specs', () => {
         }
         expect(r.spec.iterations).toBeLessThanOrEqual(MAX_ITERATIONS);
         expect(layerSteps(r.spec)).toBeLessThanOrEqual(MAX_LAYER_STEPS);
-        if (r.spec.mode === 'generate') expect(r.spec.new_tokens * r.spec.model.depth).toBeLessThanOrEqual(MAX_LAYER_STEPS);
+        if (r.spec.mode === 'generate') expect(r.spec.new_tokens * modelDims(r.spec.model).depth).toBeLessThanOrEqual(MAX_LAYER_STEPS);
         if (r.spec.capacity !== null) expect(Number.isSafeInteger(r.spec.capacity) && r.spec.capacity >= 2 ** 20).toBe(true);
       }),
       { seed: SEED, numRuns: 5000 },

@@ -91,8 +91,8 @@ describe('experiment spec', () => {
   });
 
   it('rejects unknown model kinds and a missing kind', () => {
-    expect(issues({ model: { kind: 'cnn' } })[0]).toBe('model.kind must be "mlp", "residual", "gpt" or "llama" (got "cnn")');
-    expect(issues({ model: { depth: 3 } })[0]).toBe('model.kind must be "mlp", "residual", "gpt" or "llama" (missing)');
+    expect(issues({ model: { kind: 'cnn' } })[0]).toBe('model.kind must be "mlp", "residual", "gpt", "llama" or "hf" (got "cnn")');
+    expect(issues({ model: { depth: 3 } })[0]).toBe('model.kind must be "mlp", "residual", "gpt", "llama" or "hf" (missing)');
     expect(issues({ model: { kind: 'residual', hidden: 5 } })[0]).toBe('model: unknown key "hidden"');
   });
 

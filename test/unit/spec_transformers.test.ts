@@ -108,7 +108,7 @@ describe('transformer specs', () => {
     [{ model: { kind: 'gpt', vocab: 0 } }, 'model.vocab', 'an integer from 1 to', '(got 0)'],
     [{ model: { kind: 'gpt', seq: 2.5 } }, 'model.seq', 'an integer', '(got 2.5)'],
     [{ model: { kind: 'gpt' }, loss: 'sum' }, 'loss', 'must be "cross_entropy" with model.kind "gpt"', '(got "sum")'],
-    [{ finetune: { method: 'lora' } }, 'finetune.method', 'transformer families (gpt, llama)', '(got "lora")'],
+    [{ finetune: { method: 'lora' } }, 'finetune.method', 'transformer families (gpt, llama, hf)', '(got "lora")'],
     [
       { model: { kind: 'gpt', depth: 4 }, finetune: { method: 'freeze', blocks: 5 } },
       'finetune.blocks',
@@ -129,7 +129,7 @@ describe('transformer specs', () => {
     ],
     [{ model: { kind: 'gpt' }, finetune: { method: 'lora', rank: 0 } }, 'finetune.rank', 'an integer from 1 to', '(got 0)'],
     [{ model: { kind: 'gpt' }, finetune: { method: 'lora', alpha: -1 } }, 'finetune.alpha', '> 0', '(got -1)'],
-    [{ model: { kind: 'residual' }, mode: 'generate' }, 'mode', 'needs a transformer family (gpt, llama)', ''],
+    [{ model: { kind: 'residual' }, mode: 'generate' }, 'mode', 'needs a transformer family (gpt, llama, hf)', ''],
     [
       { model: { kind: 'gpt', seq: 64 }, mode: 'generate' },
       'new_tokens',

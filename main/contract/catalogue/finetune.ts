@@ -36,6 +36,15 @@ export const FINETUNE_FIELDS = {
     label: 'LoRA alpha',
     meaning: 'output scale alpha / r (default 2 x rank)',
   },
+  dropout: {
+    type: 'number',
+    min: 0,
+    max: 1,
+    maxExclusive: true,
+    default: 0,
+    label: 'LoRA dropout',
+    meaning: "peft's lora_dropout: nn.Dropout on the adapter's input (hf models)",
+  },
 } as const;
 
 /** alpha's default follows the rank, as torch_protocol_finetune.py has it. */

@@ -60,9 +60,7 @@ void one_of(const std::string& field, const std::string& got, std::initializer_l
 }
 
 std::unique_ptr<Model> build_for(const RunSpec& spec) {
-  std::unique_ptr<Model> model = build_model(spec.model);
-  const DType weights = parse_weights(spec.weights);
-  if (weights != DType::Float32) model->to_dtype(weights);
+  std::unique_ptr<Model> model = build_model(spec.model, parse_weights(spec.weights));
   model->apply_finetune(spec.finetune);
   model->set_checkpoint(spec.checkpoint);
   return model;

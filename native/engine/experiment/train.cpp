@@ -52,7 +52,8 @@ void run_train(Measure& m, Model& model) {
       Tensor loss;
       {
         CategoryScope cs(Category::Logits);
-        loss = div(model.loss(y, b, spec.loss), double(spec.accum));  // loss_of(y) / accum
+        loss = model.loss(y, b, spec.loss);
+        if (!model.loss_in_forward() || spec.accum > 1) loss = div(loss, double(spec.accum));  // loss_of(y) / accum
       }
       y.reset();
       ctx.phase(true, "backward", i, mb);

@@ -69,10 +69,6 @@ class GptAttn : public Module {
       if (cn == n) return c;
     throw std::logic_error("no " + n);
   }
-  std::shared_ptr<Linear> linear_child(const std::string& n) const {
-    return std::dynamic_pointer_cast<Linear>(child(n));
-  }
-  void swap_child(const std::string& n, std::shared_ptr<Module> m) { replace_module(n, std::move(m)); }
   std::shared_ptr<Linear> c_attn, c_proj;
 
  private:
@@ -122,7 +118,6 @@ class GptBlock : public Module {
       if (cn == n) return c;
     throw std::logic_error("no " + n);
   }
-  void swap_child(const std::string& n, std::shared_ptr<Module> m) { replace_module(n, std::move(m)); }
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<GptAttn> attn;
 
@@ -217,33 +212,25 @@ class Gpt : public Model {
   int64_t num_blocks() const override { return L_; }
 
   void apply_finetune(const FinetuneSpec& f) override {
-    if (f.method == "full") return;
-    if (f.method == "freeze") {
-      if (f.blocks < 0 || f.blocks > L_)
-        throw std::invalid_argument("finetune.blocks must be from 0 to depth (" + std::to_string(L_) + ")");
-      freeze_parameters(*this, [&](const std::string& n) {
-        if (n.rfind("wte", 0) == 0 || n.rfind("wpe", 0) == 0) return true;
-        if (n.rfind("blocks.", 0) == 0) return std::stoll(n.substr(7)) < f.blocks;
-        return false;
-      });
-      return;
-    }
-    if (f.method != "lora") throw std::invalid_argument("unknown finetune method \"" + f.method + "\"");
-    freeze_parameters(*this, [](const std::string&) { return true; });
-    for (auto& b : blocks_)
-      for (const std::string& t : f.targets) {
-        if (t == "attn" || t == "proj") {
-          const char* n = t == "attn" ? "c_attn" : "c_proj";
-          b->attn->swap_child(n, std::make_shared<LoRALinear>(b->attn->linear_child(n), f.rank, f.alpha));
-        } else if (t == "fc" || t == "mlp_proj") {
-          const char* n = t == "fc" ? "c_fc" : "c_proj";
-          auto base = std::dynamic_pointer_cast<Linear>(b->child(n));
-          b->swap_child(n, std::make_shared<LoRALinear>(base, f.rank, f.alpha));
-        } else {
-          throw std::invalid_argument("gpt LoRA targets are attn, proj, fc, mlp_proj (got \"" + t + "\")");
+    FinetunePlan plan;
+    plan.depth = L_;
+    plan.block_prefix = "blocks.";
+    plan.always_frozen = {"wte", "wpe"};
+    plan.lora_sites = [this](const std::vector<std::string>& targets) {
+      std::vector<LoraSite> sites;
+      for (auto& b : blocks_)
+        for (const std::string& t : targets) {
+          if (t == "attn" || t == "proj")
+            sites.push_back({b->attn.get(), t == "attn" ? "c_attn" : "c_proj"});
+          else if (t == "fc" || t == "mlp_proj")
+            sites.push_back({b.get(), t == "fc" ? "c_fc" : "c_proj"});
+          else
+            throw std::invalid_argument("gpt LoRA targets are attn, proj, fc, mlp_proj (got \"" + t + "\")");
         }
-      }
-    set_path("");
+      return sites;
+    };
+    plan.wrap = [&f](std::shared_ptr<Linear> base) { return std::make_shared<LoRALinear>(base, f.rank, f.alpha); };
+    apply_finetune_plan(*this, f, plan);
   }
 
  private:

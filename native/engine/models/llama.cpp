@@ -134,7 +134,6 @@ class LlamaBlock : public Module {
       if (cn == n) return c;
     throw std::logic_error("no " + n);
   }
-  void swap_child(const std::string& n, std::shared_ptr<Module> m) { replace_module(n, std::move(m)); }
 
  private:
   void reg(const std::string& n, std::shared_ptr<Module> m) { register_module(n, std::move(m)); }
@@ -244,31 +243,27 @@ class Llama : public Model {
   int64_t num_blocks() const override { return L_; }
 
   void apply_finetune(const FinetuneSpec& f) override {
-    if (f.method == "full") return;
-    if (f.method == "freeze") {
-      if (f.blocks < 0 || f.blocks > L_)
-        throw std::invalid_argument("finetune.blocks must be from 0 to depth (" + std::to_string(L_) + ")");
-      freeze_parameters(*this, [&](const std::string& n) {
-        if (n.rfind("tok", 0) == 0) return true;
-        if (n.rfind("blocks.", 0) == 0) return std::stoll(n.substr(7)) < f.blocks;
-        return false;
-      });
-      return;
-    }
-    if (f.method != "lora") throw std::invalid_argument("unknown finetune method \"" + f.method + "\"");
-    freeze_parameters(*this, [](const std::string&) { return true; });
-    static const std::pair<const char*, const char*> kTargets[] = {
-        {"q", "wq"}, {"k", "wk"}, {"v", "wv"}, {"o", "wo"}, {"gate", "w1"}, {"up", "w3"}, {"down", "w2"}};
-    for (auto& b : blocks_)
-      for (const std::string& t : f.targets) {
-        const char* attr = nullptr;
-        for (auto& [name, a] : kTargets)
-          if (t == name) attr = a;
-        if (!attr) throw std::invalid_argument("llama LoRA targets are q, k, v, o, gate, up, down (got \"" + t + "\")");
-        auto base = std::dynamic_pointer_cast<Linear>(b->child(attr));
-        b->swap_child(attr, std::make_shared<LoRALinear>(base, f.rank, f.alpha));
-      }
-    set_path("");
+    FinetunePlan plan;
+    plan.depth = L_;
+    plan.block_prefix = "blocks.";
+    plan.always_frozen = {"tok"};
+    plan.lora_sites = [this](const std::vector<std::string>& targets) {
+      static const std::pair<const char*, const char*> kTargets[] = {
+          {"q", "wq"}, {"k", "wk"}, {"v", "wv"}, {"o", "wo"}, {"gate", "w1"}, {"up", "w3"}, {"down", "w2"}};
+      std::vector<LoraSite> sites;
+      for (auto& b : blocks_)
+        for (const std::string& t : targets) {
+          const char* attr = nullptr;
+          for (auto& [name, a] : kTargets)
+            if (t == name) attr = a;
+          if (!attr)
+            throw std::invalid_argument("llama LoRA targets are q, k, v, o, gate, up, down (got \"" + t + "\")");
+          sites.push_back({b.get(), attr});
+        }
+      return sites;
+    };
+    plan.wrap = [&f](std::shared_ptr<Linear> base) { return std::make_shared<LoRALinear>(base, f.rank, f.alpha); };
+    apply_finetune_plan(*this, f, plan);
   }
 
  private:

@@ -31,6 +31,9 @@ class Model : public Module {
   virtual Tensor make_target(int64_t batch, int64_t seq, const std::string& loss) = 0;
   // loss_of(y) as the protocol computes it, outside autocast.
   virtual Tensor loss(const Tensor& y, const Batch& batch, const std::string& loss) = 0;
+  // Hugging Face models compute their own loss inside forward (labels=input_ids); loss()
+  // then hands that loss over, and the step uses it as is (no / accum for accum = 1).
+  virtual bool loss_in_forward() const { return false; }
   virtual void set_checkpoint(const CheckpointSpec& c) { checkpoint_ = c; }
   // Fine-tuning beyond "full": the families without it refuse.
   virtual void apply_finetune(const FinetuneSpec& f);
@@ -47,6 +50,9 @@ class Model : public Module {
 // Builds the family named by spec.model.kind from its arguments (validated by the
 // contract; the builder re-checks what would otherwise fail deep in the engine).
 std::unique_ptr<Model> build_model(const KindArgs& model);
+// The same with the weights in `weights`: built directly in that dtype by the families
+// that do so (hf: torch.set_default_dtype), else built in float32 and converted (model.to).
+std::unique_ptr<Model> build_model(const KindArgs& model, DType weights);
 // The family kinds this build knows, in registration order.
 std::vector<std::string> model_family_kinds();
 

@@ -15,10 +15,23 @@ Tensor lm_loss(const Tensor& logits, const Batch& b);
 // requires_grad_(false) on every parameter whose name `frozen(name)` accepts.
 void freeze_parameters(const Module& m, const std::function<bool(const std::string&)>& frozen);
 
-// A projection slot a LoRA target names: reads and replaces the Linear in its owner.
-struct LoraSlot {
-  std::function<std::shared_ptr<Linear>()> get;
-  std::function<void(std::shared_ptr<Module>)> set;
+// Fine-tuning as every transformer family does it (one implementation for gpt, llama
+// and hf). "freeze": parameters under any of `always_frozen` (the embeddings) and under
+// `block_prefix`i. for i < blocks stop requiring grad. "lora": everything is frozen, then
+// each site `lora_sites(targets)` names (a Linear child of an owner module, in the
+// family's wrapping order) is replaced by `wrap(base)`; `after` runs once all are wrapped.
+struct LoraSite {
+  Module* owner;
+  std::string child;
 };
+struct FinetunePlan {
+  int64_t depth = 0;
+  std::string block_prefix;                // "blocks." / "model.layers."
+  std::vector<std::string> always_frozen;  // name prefixes
+  std::function<std::vector<LoraSite>(const std::vector<std::string>& targets)> lora_sites;
+  std::function<std::shared_ptr<Module>(std::shared_ptr<Linear> base)> wrap;
+  std::function<void()> after;
+};
+void apply_finetune_plan(Module& root, const FinetuneSpec& f, const FinetunePlan& plan);
 
 }  // namespace vramlab::engine

@@ -1,5 +1,7 @@
 #include "engine/nn/lora.h"
 
+#include <stdexcept>
+
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
@@ -31,6 +33,62 @@ Tensor LoRALinear::forward(const Tensor& x) {
   Tensor s = mul(b, scale_);
   b.reset();
   return add(y, s);
+}
+
+namespace {
+// nn.ModuleDict({"default": Linear}): parameter names lora_A.default.weight
+class AdapterDict : public Module {
+ public:
+  explicit AdapterDict(std::shared_ptr<Linear> l) { register_module("default", std::move(l)); }
+  std::string type_name() const override { return "ModuleDict"; }
+};
+}  // namespace
+
+PeftLoraLinear::PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout)
+    : base_(std::move(base)), scaling_(alpha / double(rank)) {
+  if (rank < 1) throw std::invalid_argument("LoRA rank must be at least 1");
+  if (dropout != 0.0)
+    throw std::invalid_argument("LoRA dropout other than 0 is not modelled yet (peft then runs nn.Dropout on x)");
+  register_module("base_layer", base_);
+  // made on the CPU in float32, then .to(base device, base dtype): A first, then B
+  const DType dt = base_->weight.dtype();
+  {
+    CategoryScope cs(Category::Parameter);
+    a_ = std::make_shared<Linear>(base_->in_features(), rank, false, dt);
+    b_ = std::make_shared<Linear>(rank, base_->out_features(), false, dt);
+    NoGradGuard ng;
+    zero_(b_->weight);  // init.zeros_(lora_B)
+  }
+  lora_a_ = std::make_shared<AdapterDict>(a_);
+  lora_b_ = std::make_shared<AdapterDict>(b_);
+  register_module("lora_A", lora_a_);
+  register_module("lora_B", lora_b_);
+}
+
+void PeftLoraLinear::upcast() {
+  CategoryScope cs(Category::Parameter);
+  lora_a_->to_dtype(DType::Float32);
+  lora_b_->to_dtype(DType::Float32);
+}
+
+Tensor PeftLoraLinear::forward(const Tensor& x_in) {
+  Tensor result = (*base_)(x_in);
+  const DType result_dtype = result.dtype();
+  // x = self._cast_input_dtype(x, lora_A.weight.dtype): a copy when the dtypes differ
+  Tensor x = x_in.to(a_->weight.dtype());
+  {
+    Tensor s;
+    {
+      Tensor b;
+      {
+        Tensor a = (*lora_a_->children()[0].second)(x);
+        b = (*lora_b_->children()[0].second)(a);
+      }
+      s = mul(b, scaling_);
+    }
+    result = add(result, s);
+  }
+  return result.to(result_dtype);
 }
 
 }  // namespace vramlab::engine

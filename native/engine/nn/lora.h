@@ -20,4 +20,23 @@ class LoRALinear : public Module {
   double scale_;
 };
 
+// PEFT's lora.Linear (peft 0.21, tuners/lora/layer.py) around a frozen base Linear:
+// lora_A = Linear(in, r), lora_B = Linear(r, out), no biases, moved to the base weight's
+// device and dtype when made; upcast() is get_peft_model's autocast_adapter_dtype pass
+// (bf16/fp16 adapters to float32, the new storage before the old is released).
+// forward: result = base(x); x = x.to(lora_A dtype); result = result + lora_B(lora_A(x)) * scaling.
+class PeftLoraLinear : public Module {
+ public:
+  PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout);
+  std::string type_name() const override { return "lora.Linear"; }
+  Tensor forward(const Tensor& x) override;
+  void upcast();
+
+ private:
+  std::shared_ptr<Linear> base_;
+  std::shared_ptr<Module> lora_a_, lora_b_;
+  std::shared_ptr<Linear> a_, b_;
+  double scaling_;
+};
+
 }  // namespace vramlab::engine

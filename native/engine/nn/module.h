@@ -31,6 +31,8 @@ class Module {
   const std::string& path() const { return path_; }
   uint32_t path_id() const { return path_id_; }
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  // Replaces the child `name` (LoRA wrapping a projection in place).
+  void replace_child(const std::string& name, std::shared_ptr<Module> m) { replace_module(name, std::move(m)); }
 
  protected:
   void register_module(const std::string& name, std::shared_ptr<Module> m);

@@ -159,6 +159,12 @@ struct ScaledDotProductFlashAttentionBackward0 : Node {
     Tensor dq = empty_like_layout(q.transpose(1, 2), "_flash_attention_backward").transpose(1, 2);
     Tensor dk = empty_like_layout(k.transpose(1, 2), "_flash_attention_backward").transpose(1, 2);
     Tensor dv = empty_like_layout(v.transpose(1, 2), "_flash_attention_backward").transpose(1, 2);
+    Tensor dk_expanded, dv_expanded;
+    if (k.size(1) != q.size(1)) {
+      // mha_bwd with fewer key heads: dK, dV for every query head, then summed per group
+      dk_expanded = make_tensor({k.size(0), k.size(2), q.size(1), k.size(3)}, k.dtype(), "_flash_attention_backward");
+      dv_expanded = make_tensor({v.size(0), v.size(2), q.size(1), v.size(3)}, v.dtype(), "_flash_attention_backward");
+    }
     {
       const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3);
       const int64_t s_rounded = round_up(S, 128), d_rounded = D <= 192 ? round_up(D, 32) : 256;
@@ -357,6 +363,11 @@ SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, 
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool is_causal) {
+  return scaled_dot_product_attention(q_in, k_in, v_in, is_causal, false, 0.0);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool is_causal,
+                                    bool enable_gqa, double scale_in) {
   // Autocast lists SDPA as lower precision: v, k, q cast (last argument first).
   Tensor v = autocast_lower(v_in), k = autocast_lower(k_in), q = autocast_lower(q_in);
   AutocastExcludeGuard ex;
@@ -367,10 +378,15 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
                                             "query.dtype: ") +
                                 dtype_name(q.dtype()) + " key.dtype: " + dtype_name(k.dtype()) +
                                 " and value.dtype: " + dtype_name(v.dtype()) + " instead.");
-  if (q.size(0) != k.size(0) || q.size(1) != k.size(1) || k.size(2) != v.size(2) || q.size(3) != k.size(3))
+  const bool gqa = enable_gqa && k.size(1) != q.size(1);
+  if (q.size(0) != k.size(0) || (!gqa && q.size(1) != k.size(1)) || (gqa && q.size(1) % k.size(1) != 0) ||
+      k.size(1) != v.size(1) || k.size(2) != v.size(2) || q.size(3) != k.size(3))
     throw std::invalid_argument("scaled_dot_product_attention: query " + q.shape_string() + ", key " +
                                 k.shape_string() + " and value " + v.shape_string() + " do not match");
-  const double scale = 1.0 / std::sqrt(double(q.size(3)));
+  const double scale = scale_in > 0 ? scale_in : 1.0 / std::sqrt(double(q.size(3)));
+  if (gqa && current_context().backend().has_data())
+    throw std::invalid_argument(
+        "scaled_dot_product_attention: grouped-query attention (enable_gqa) runs on the simulated device only");
   const bool need_lse = any_requires_grad({&q, &k, &v});
   if (!current_context().backend().models_cuda()) {
     // The CPU reference: efficient-attention layout, no workspaces.
@@ -384,6 +400,10 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     case SdpaBackend::Flash:
       return flash_forward(q, k, v, is_causal, scale, need_lse);
     case SdpaBackend::Efficient:
+      if (gqa)
+        throw std::invalid_argument(
+            "scaled_dot_product_attention: grouped-query attention with these inputs would run PyTorch's math "
+            "fallback, which the lab does not model");
       return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
   throw std::logic_error("unreachable");

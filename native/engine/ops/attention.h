@@ -11,5 +11,9 @@ const char* sdpa_backend_name(SdpaBackend b);
 SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal);
 // q, k, v: (batch, heads, seq, head_dim); scale 1/sqrt(head_dim); no mask, no dropout.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal);
+// With enable_gqa (k, v with fewer heads than q, as Hugging Face passes it when there is
+// no mask) and a scale (0: 1/sqrt(head_dim)).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
+                                    double scale);
 
 }  // namespace vramlab::engine

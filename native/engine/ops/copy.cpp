@@ -48,7 +48,13 @@ Tensor Tensor::to(DType target) const {
   if (dtype() == target) return *this;
   if (requires_grad() && !is_floating(target))
     throw std::runtime_error("only Tensors of floating point dtype can require gradients");
+  // _to_copy keeps the memory format (preserve_format): a dense tensor in another dimension
+  // order (a transposed view) gets its strides, anything else contiguous ones
   Tensor out = make_tensor(sizes(), target, "_to_copy");
+  if (!is_contiguous() && is_non_overlapping_and_dense()) {
+    out.impl()->strides = strides();
+    out.impl()->offset = 0;
+  }
   be().unary(UnaryOp::Copy, out, *this, 0.0);
   if (is_floating(target)) {
     if (auto n = make_node<ToCopyBackward0>({this})) {

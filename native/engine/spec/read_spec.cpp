@@ -56,6 +56,7 @@ FinetuneSpec read_finetune(const SpecValue& v) {
     if (t.kind() != SpecValue::Kind::Array) throw std::invalid_argument(p + ".targets must be an array");
     for (size_t i = 0; i < t.items().size(); ++i)
       f.targets.push_back(t.items()[i].as_string(p + ".targets[" + std::to_string(i) + "]"));
+    if (const SpecValue* d = v.find("dropout")) f.dropout = d->as_number(p + ".dropout");
   } else if (f.method != "full") {
     throw std::invalid_argument(p + ".method must be \"full\", \"freeze\" or \"lora\"");
   }
@@ -168,6 +169,7 @@ SpecValue write_run_spec(const RunSpec& s) {
     std::vector<SpecValue> t;
     for (auto& x : s.finetune.targets) t.push_back(SpecValue::string(x));
     ft["targets"] = SpecValue::array(std::move(t));
+    if (s.finetune.dropout != 0) ft["dropout"] = SpecValue::number(s.finetune.dropout);
   }
   f["finetune"] = SpecValue::object(std::move(ft));
   if (s.shapes.empty()) {

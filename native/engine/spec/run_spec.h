@@ -38,6 +38,7 @@ struct FinetuneSpec {
   int64_t rank = 0;
   double alpha = 0;
   std::vector<std::string> targets;
+  double dropout = 0;  // lora_dropout (hf)
 };
 
 struct ShapeStep {

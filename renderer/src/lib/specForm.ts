@@ -15,9 +15,11 @@ import {
   fieldNames,
   fillFields,
   loraAlphaDefault,
+  loraDefaultTargetsOf,
   optimizerOf,
   type Field,
   type FinetuneMethod,
+  type ModelSpec,
 } from '$contract/catalogue';
 import { AllocConfError, allocConfItems, parseAllocConf } from '$contract/alloc_conf';
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
@@ -45,6 +47,10 @@ export const MODEL_FIELD_NAMES = fieldNames(families());
 
 export type FormState = {
   modelKind: string;
+  /** A family whose model is a file (hf): the preset chosen, or the config loaded (and its file name). */
+  modelPreset: string;
+  modelConfig: Record<string, unknown> | null;
+  modelConfigName: string;
   checkpoint: 'none' | 'block' | 'every' | 'sqrt';
   every: string;
   optimizer: string;
@@ -99,6 +105,9 @@ export function defaultForm(): FormState {
   const kind = DEFAULT_MODEL_KIND;
   const form: FormState = {
     modelKind: kind,
+    modelPreset: '',
+    modelConfig: null,
+    modelConfigName: '',
     ...Object.fromEntries(families().flatMap((fam) => Object.entries(modelTexts(fam.kind)))),
     ...modelTexts(kind),
     ...(Object.fromEntries(FORM_SPEC_FIELDS.map((k) => [k, specDefault(k, kind)])) as Record<SpecField, string>),
@@ -141,13 +150,71 @@ export function chooseFamily(f: FormState, kind: string, preset?: Record<string,
   Object.assign(f, modelTexts(kind, preset));
   for (const key of new Set([...Object.keys(before), ...Object.keys(fam.specDefaults)]) as Set<SpecField>) f[key] = specDefault(key, kind);
   if (!fam.losses.includes(f.loss as never)) f.loss = fam.losses[0];
-  if (!fam.blocks) f.checkpoint = 'none';
+  if (!fam.blocks || (fam.checkpointModes && !fam.checkpointModes.includes(f.checkpoint))) f.checkpoint = 'none';
+  if (fam.modes && !fam.modes.includes(f.mode)) f.mode = 'train';
+  if (fam.caches && !fam.caches.includes(f.cache)) f.cache = fam.caches[0];
   if (!fam.transformer) {
     f.finetune = 'full';
     f.vary = false;
     if (f.mode === 'generate') f.mode = 'train';
   }
   f.targets = [...fam.loraDefaultTargets];
+  if (fam.nested) {
+    // A model described by a file starts from the family's first preset.
+    f.modelConfig = null;
+    f.modelConfigName = '';
+    f.modelPreset = fam.presets[0]?.id ?? '';
+    retarget(f);
+  }
+}
+
+/** The nested part of the form's model (a config loaded, or a preset), as the spec writes it. */
+function nestedInput(f: FormState): Record<string, unknown> {
+  if (f.modelConfig) return { config: f.modelConfig };
+  return f.modelPreset ? { preset: f.modelPreset } : {};
+}
+
+/** The form's model completed by its family (hf: the config.json completed), or the reason it is refused. */
+export function completedModel(f: FormState): { model: ModelSpec } | { error: string } {
+  const fam = familyOf(f.modelKind)!;
+  const fields = fillFields(fam.fields, {});
+  const nested = fam.nested?.complete(nestedInput(f)) ?? { ok: true as const, nested: {} };
+  if (!nested.ok) return { error: nested.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+  return { model: { kind: fam.kind, ...fields, ...nested.nested } as unknown as ModelSpec };
+}
+
+/** LoRA's targets follow the model (hf: each architecture's own module names). */
+function retarget(f: FormState): void {
+  const m = completedModel(f);
+  if ('model' in m) f.targets = [...loraDefaultTargetsOf(m.model)];
+}
+
+/** Picks a preset of a family whose model is a file (hf): its config and its seq. */
+export function chooseModelPreset(f: FormState, id: string): void {
+  const fam = familyOf(f.modelKind)!;
+  const p = fam.presets.find((x) => x.id === id);
+  if (!p) return;
+  Object.assign(f, modelTexts(fam.kind, p.model as Record<string, unknown>));
+  f.modelPreset = id;
+  f.modelConfig = null;
+  f.modelConfigName = '';
+  retarget(f);
+}
+
+/** Loads a config.json's text; returns why not when it is no JSON object. */
+export function loadModelConfig(f: FormState, name: string, textContent: string): string | null {
+  let config: unknown;
+  try {
+    config = JSON.parse(textContent);
+  } catch (e) {
+    return `${name} is not JSON: ${(e as Error).message}`;
+  }
+  if (!config || typeof config !== 'object' || Array.isArray(config)) return `${name} is not a config.json object`;
+  f.modelConfig = config as Record<string, unknown>;
+  f.modelConfigName = name;
+  f.modelPreset = '';
+  retarget(f);
+  return null;
 }
 
 export function chooseOptimizer(f: FormState, kind: string): void {
@@ -187,7 +254,7 @@ export interface FormResult {
 /** The form field a spec path (as checkSpec names it) was set from. */
 function fieldFor(path: string): FieldName | undefined {
   const [head, sub] = path.split('.');
-  if (head === 'model') return sub === 'kind' ? 'modelKind' : sub;
+  if (head === 'model') return sub === 'kind' ? 'modelKind' : sub === 'config' || sub === 'preset' ? 'modelConfig' : sub;
   if (head === 'optimizer') return sub ? `optimizer_${sub}` : 'optimizer';
   if (head === 'finetune') return sub === 'targets' ? 'targets' : sub === 'method' || !sub ? 'finetune' : sub;
   if (head === 'checkpoint') return 'every';
@@ -216,6 +283,7 @@ export function formToSpec(f: FormState): FormResult {
   const fam = familyOf(f.modelKind)!;
   const model: Record<string, unknown> = { kind: fam.kind };
   for (const [k, field] of Object.entries(fam.fields)) model[k] = parse(k, field, f[k]);
+  if (fam.nested) Object.assign(model, nestedInput(f));
   const opt = optimizerOf(f.optimizer)!;
   const optimizer: Record<string, unknown> = { kind: opt.kind };
   for (const [k, field] of Object.entries(opt.fields)) optimizer[k] = parse(`optimizer_${k}`, field, f.optimizerArgs[k] ?? field.default);
@@ -308,6 +376,11 @@ export function specToForm(spec: SpecInput): FormState {
   const f = defaultForm();
   const m = (spec.model ?? { kind: DEFAULT_MODEL_KIND }) as Record<string, unknown>;
   chooseFamily(f, String(m.kind), m);
+  if (m.config && typeof m.config === 'object') {
+    f.modelConfig = m.config as Record<string, unknown>;
+    f.modelConfigName = 'config.json';
+    f.modelPreset = '';
+  } else if (typeof m.preset === 'string') f.modelPreset = m.preset;
   for (const k of FORM_SPEC_FIELDS) if (spec[k] !== undefined) f[k] = String(spec[k]);
   const c = spec.checkpoint;
   if (c && typeof c === 'object') {

@@ -1,0 +1,15 @@
+// MistralForCausalLM = Llama + a sliding window on every layer (null: none).
+#include "engine/models/hf/arch.h"
+
+namespace vramlab::engine::hf {
+
+Arch mistral(const Config& c) {
+  Arch a = llama_shape(c, "MistralForCausalLM");
+  if (!c.is_null("sliding_window")) {
+    a.sliding_window = c.i("sliding_window");
+    a.sliding.assign(size_t(a.layers), true);
+  }
+  return a;
+}
+
+}  // namespace vramlab::engine::hf

@@ -1,0 +1,181 @@
+#include "engine/models/hf/modules.h"
+
+#include <stdexcept>
+
+#include "engine/autocast/autocast.h"
+#include "engine/core/grad_mode.h"
+#include "engine/ops/common.h"
+#include "engine/ops/ops.h"
+
+namespace vramlab::engine::hf {
+
+void Container::add_parameter(const std::string& name, const Tensor& p) {
+  Tensor t = p;
+  t.requires_grad_(true);
+  register_parameter(name, t);
+}
+
+std::shared_ptr<Module> Container::get(const std::string& name) const {
+  for (auto& [n, c] : children_)
+    if (n == name) return c;
+  throw std::logic_error(type_ + " has no module " + name);
+}
+
+RmsNorm::RmsNorm(int64_t dim, double eps, DType dtype, NormStyle style) : eps_(eps), style_(style) {
+  const bool gemma = style == NormStyle::Gemma;
+  // nn.Parameter(torch.ones(dim)) / torch.zeros(dim) in the default dtype
+  weight = new_parameter({dim}, dtype, gemma ? "zeros" : "ones");
+  {
+    NoGradGuard ng;
+    fill_(weight, gemma ? 0.0 : 1.0);
+  }
+  weight.requires_grad_(true);
+  register_parameter("weight", weight);
+}
+
+Tensor RmsNorm::forward(const Tensor& x) {
+  if (style_ == NormStyle::Gemma) {
+    // output = self._norm(x.float()); output = output * (1.0 + self.weight.float()); output.type_as(x)
+    Tensor out;
+    {
+      Tensor xf = x.float_();
+      Tensor r;
+      {
+        Tensor m;
+        {
+          Tensor p = pow(xf, 2.0);
+          m = mean(p, {-1}, true);
+        }
+        Tensor a = add(m, eps_);
+        m.reset();
+        r = rsqrt(a);
+      }
+      out = mul(xf, r);
+    }
+    {
+      Tensor w1;
+      {
+        Tensor wf = weight.float_();
+        w1 = add(wf, 1.0);
+      }
+      out = mul(out, w1);
+    }
+    return out.to(x.dtype());
+  }
+  // input_dtype = x.dtype; h = x.to(float32); variance = h.pow(2).mean(-1, keepdim=True)
+  // h = h * torch.rsqrt(variance + eps); return self.weight * h.to(input_dtype)
+  Tensor h = x.float_();
+  Tensor variance;
+  {
+    Tensor p = pow(h, 2.0);
+    variance = mean(p, {-1}, true);
+  }
+  {
+    Tensor r;
+    {
+      Tensor a = add(variance, eps_);
+      r = rsqrt(a);
+    }
+    h = mul(h, r);
+  }
+  Tensor out;
+  if (style_ == NormStyle::Olmo) {
+    Tensor p = mul(weight, h);
+    out = p.to(x.dtype());
+  } else {
+    Tensor t = h.to(x.dtype());
+    out = mul(weight, t);
+  }
+  return out;
+}
+
+Tensor rope_inv_freq(int64_t head_dim, double theta) {
+  // 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)): arange, /, pow,
+  // then 1.0 / x as reciprocal() * 1.0, each temporary freed once the next op has run.
+  // (The values are not used: rotary_cos_sin takes its angles from the backend.)
+  (void)theta;
+  const int64_t n = head_dim / 2;
+  Tensor x = zeros({n});
+  x = div(x, double(head_dim));
+  x = make_tensor({n}, DType::Float32, "pow");
+  Tensor rec = make_tensor({n}, DType::Float32, "reciprocal");
+  x.reset();
+  Tensor inv = mul(rec, 1.0);
+  return inv;
+}
+
+void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
+                    Tensor& sin) {
+  NoGradGuard ng;
+  AutocastGuard off(false, DType::Float32);  // maybe_autocast(enabled=False)
+  const int64_t T = position_ids.size(1), half = inv_freq.size(0), D = 2 * half;
+  // every local (position_ids_expanded, freqs, emb, cos, sin) lives until the return
+  Tensor pos = position_ids.unsqueeze(1).float_();                  // position_ids[:, None, :].float()
+  Tensor freqs = make_tensor({1, half, T}, DType::Float32, "bmm");  // inv_freq_expanded @ position_ids_expanded
+  Tensor emb = make_tensor({1, T, D}, DType::Float32, "cat");       // cat((freqs, freqs), -1)
+  Tensor c32, s32;
+  {
+    Tensor c0 = make_tensor({1, T, D}, DType::Float32, "cos");  // emb.cos() * attention_scaling
+    c32 = mul(c0, 1.0);
+  }
+  {
+    Tensor s0 = make_tensor({1, T, D}, DType::Float32, "sin");
+    s32 = mul(s0, 1.0);
+  }
+  if (c32.has_data()) {
+    // angle[t, i] = t * inv_freq[i] in both halves (positions from 0: the data backends
+    // run training; generation is measured on the simulated device)
+    Tensor ch = make_view(c32, {T, half}, {D, 1}, 0), sh = make_view(s32, {T, half}, {D, 1}, 0);
+    be().rope_tables(ch, sh, theta);
+  }
+  cos = c32.to(dtype);
+  sin = s32.to(dtype);
+}
+
+namespace {
+// A torch.bool tensor of `shape`: one byte per element (the engine has no bool dtype; the
+// allocator sees the same rounded size).
+Tensor bool_tensor(const Shape& shape, const char* op) {
+  const int64_t n = shape_numel(shape);
+  return make_tensor({(n + 1) / 2}, DType::Float16, op);
+}
+}  // namespace
+
+void packed_sequence_check(const Tensor& position_ids, int64_t batch) {
+  NoGradGuard ng;
+  const int64_t T = position_ids.size(1);
+  Tensor diff;
+  {
+    // first_dummy_value = position_ids[:, :1] - 1; torch.diff(position_ids, prepend=...)
+    Tensor first = make_tensor({batch, 1}, DType::Int64, "sub");
+    Tensor joined = make_tensor({batch, T + 1}, DType::Int64, "cat");
+    diff = make_tensor({batch, T}, DType::Int64, "sub");
+  }
+  Tensor mask;
+  {
+    Tensor ne = bool_tensor({batch, T}, "ne");  // (position_diff != 1)
+    mask = make_tensor({batch, T}, DType::Int64, "cumsum");
+  }
+  {
+    // (packed_sequence_mask[:, -1] == 0).all()
+    Tensor eq = bool_tensor({batch}, "eq");
+    Tensor all = bool_tensor({}, "all");
+  }
+}
+
+Tensor causal_lm_loss(const Tensor& logits_in, const Tensor& labels, int64_t vocab) {
+  // logits = logits.float(); labels = pad(labels, (0, 1), value=-100);
+  // shift_labels = labels[..., 1:].contiguous(); cross_entropy(logits.view(-1, V), shift_labels.view(-1))
+  Tensor logits = logits_in.float_();
+  const int64_t B = labels.size(0), T = labels.size(1);
+  Tensor padded = full({B, T + 1}, -100.0, DType::Int64);
+  {
+    NoGradGuard ng;
+    Tensor head = padded.slice(1, 0, T);
+    copy_(head, labels);
+  }
+  Tensor shift = padded.slice(1, 1, T + 1).contiguous();
+  return cross_entropy(logits.view({-1, vocab}), shift.view({-1}));
+}
+
+}  // namespace vramlab::engine::hf

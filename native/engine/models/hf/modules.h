@@ -1,0 +1,54 @@
+#pragma once
+// The pieces of the hf decoder that are not layers: a plain named module (an nn.Module
+// holding attributes), HF's RMSNorm, the rotary tables as LlamaRotaryEmbedding computes
+// them each forward, the packed-sequence probe of the mask code, and ForCausalLMLoss.
+#include <memory>
+#include <string>
+
+#include "engine/nn/module.h"
+
+namespace vramlab::engine::hf {
+
+// An nn.Module whose children and parameters are attributes, in assignment order.
+class Container : public Module {
+ public:
+  explicit Container(std::string type) : type_(std::move(type)) {}
+  std::string type_name() const override { return type_; }
+  void add(const std::string& name, std::shared_ptr<Module> m) { register_module(name, std::move(m)); }
+  void add_parameter(const std::string& name, const Tensor& p);
+  void add_buffer(const std::string& name, const Tensor& b) { register_buffer(name, b); }
+  std::shared_ptr<Module> get(const std::string& name) const;
+  Tensor call(const std::string& name, const Tensor& x) { return (*get(name))(x); }
+
+ private:
+  std::string type_;
+};
+
+// LlamaRMSNorm (x.to(float32); pow(2).mean; x * rsqrt(var + eps); weight * x.to(dtype)),
+// OLMo2's (the same, but (weight * x).to(dtype): the product in float32), or Gemma's
+// (float throughout, x * (1 + weight.float()), .type_as(x); weight zeros).
+enum class NormStyle : uint8_t { Llama, Olmo, Gemma };
+class RmsNorm : public Module {
+ public:
+  RmsNorm(int64_t dim, double eps, DType dtype, NormStyle style);
+  std::string type_name() const override { return "RMSNorm"; }
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+
+ private:
+  double eps_;
+  NormStyle style_;
+};
+
+// compute_default_rope_parameters on the device: (head_dim / 2,) float32.
+Tensor rope_inv_freq(int64_t head_dim, double theta);
+// LlamaRotaryEmbedding.forward: cos, sin (1, T, D) in `dtype` for position_ids (1, T).
+void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
+                    Tensor& sin);
+// find_packed_sequence_indices over position_ids expanded to the batch (training, no
+// cache): its temporaries, then None for one sequence per row.
+void packed_sequence_check(const Tensor& position_ids, int64_t batch);
+// ForCausalLMLoss: logits.float(), labels padded with -100 and shifted, mean cross-entropy.
+Tensor causal_lm_loss(const Tensor& logits, const Tensor& labels, int64_t vocab);
+
+}  // namespace vramlab::engine::hf

@@ -1,0 +1,113 @@
+// The hf family (Hugging Face transformers 5.17 + peft 0.21 decoders built from their
+// config.json) against PyTorch 2.11 on an H200: test/refs/hf_reference.json, measured
+// with hf_protocol.py (random init, HF Trainer-style steps, generate() with the dynamic
+// cache). Each published run is replayed on the simulated H200; the runs the engine
+// models are held byte for byte, the rest are printed with their differences.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "hf_spec_util.h"
+
+using namespace vramlab::engine;
+
+namespace {
+
+const SpecValue& load(const std::string& rel) {
+  static std::map<std::string, SpecValue> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) it = cache.emplace(rel, load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + rel)).first;
+  return it->second;
+}
+const SpecValue& reference() { return load("test/refs/hf_reference.json"); }
+const SpecValue& measured() { return load("test/refs/measured/h100_hf_more.json"); }
+
+// The readings of run `i` of the reference that differ from the engine's, "" when exact.
+std::string diffs(const SpecValue& run, const RunResult& r) {
+  std::ostringstream out;
+  for (auto& [key, val] : run["readings"].fields()) {
+    const int64_t torch = val.as_int(key), ours = r.at(key);
+    if (ours == torch) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, " %s:%+lld", key.c_str(), static_cast<long long>(ours - torch));
+    out << buf;
+  }
+  return out.str();
+}
+
+RunResult replay(const SpecValue& run, const std::string& device = "sim:h200-141gb") {
+  return run_experiment(read_run_spec(vramlab::spectest::hf_spec(run["spec"], device)));
+}
+
+void expect_within(size_t i, int64_t tolerance) {
+  const SpecValue& run = reference()["runs"].items().at(i);
+  SCOPED_TRACE(run["spec"].to_json().substr(0, 300));
+  RunResult r = replay(run);
+  for (auto& [key, val] : run["readings"].fields()) {
+    if (tolerance == 0)
+      EXPECT_EQ(r.at(key), val.as_int(key)) << key;
+    else
+      EXPECT_LE(std::llabs(r.at(key) - val.as_int(key)), tolerance) << key;
+  }
+  EXPECT_EQ(r.num_parameters, run["total"].as_int("total"));
+  EXPECT_EQ(r.trainable_parameters, run["trainable"].as_int("trainable"));
+}
+
+// Prints every run of a reference file with its differences (bytes), exact or not.
+void report(const SpecValue& file, const char* label, const std::string& device) {
+  const auto& runs = file["runs"].items();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::string d;
+    try {
+      d = diffs(runs[i], replay(runs[i], device));
+      std::printf("  %s %s[%zu] %s%s\n", d.empty() ? "EXACT " : "differ", label, i,
+                  runs[i]["spec"].to_json().substr(0, 120).c_str(), d.c_str());
+    } catch (const std::exception& e) {
+      std::printf("  n/a    %s[%zu] %s: %s\n", label, i, runs[i]["spec"]["hf"]["arch"].to_json().c_str(), e.what());
+    }
+  }
+}
+
+}  // namespace
+
+TEST(engine_hf_parity, PublishedRunsReport) { report(reference(), "hf_reference", "sim:h200-141gb"); }
+TEST(engine_hf_parity, MeasuredRunsReport) { report(measured(), "h100_hf_more", "sim:h100-80gb"); }
+
+// Llama (bf16 weights and autocast, AdamW) and Llama + PEFT LoRA on q_proj/v_proj: every
+// reading byte for byte, and the parameter counts.
+TEST(engine_hf_parity, LlamaTrainingIsExact) { expect_within(0, 0); }
+TEST(engine_hf_parity, LlamaLoraTrainingIsExact) { expect_within(1, 0); }
+
+// Our H100 measurements (h100_hf_more.json) the engine matches byte for byte: Qwen3 (tied,
+// q/k norms), Phi-3 (fused projections), Gemma3 text (sandwich norms, scaled embeddings),
+// Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on all
+// seven projections, and Qwen2 (tied, q/k/v biases) with LoRA.
+TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
+  for (size_t i : {0, 2, 4, 7, 10, 11, 12}) {
+    const SpecValue& run = measured()["runs"].items().at(i);
+    SCOPED_TRACE(run["spec"]["hf"]["arch"].to_json());
+    RunResult r = replay(run, "sim:h100-80gb");
+    EXPECT_EQ(diffs(run, r), "");
+    EXPECT_EQ(r.num_parameters, run["total"].as_int("total"));
+    EXPECT_EQ(r.trainable_parameters, run["trainable"].as_int("trainable"));
+  }
+}
+
+// Mistral, Llama with checkpointing alone and Llama without GQA: every allocated reading
+// exact; reserved_peak within one 2 MiB small-pool segment (the small-pool order of the
+// rotary and mask-probe temporaries is not mirrored block for block).
+TEST(engine_hf_parity, MeasuredAllocatedIsExact) {
+  for (size_t i : {1, 8, 15}) {
+    const SpecValue& run = measured()["runs"].items().at(i);
+    SCOPED_TRACE(run["spec"].to_json().substr(0, 200));
+    RunResult r = replay(run, "sim:h100-80gb");
+    for (auto& [key, val] : run["readings"].fields()) {
+      if (key == "reserved_peak")
+        EXPECT_LE(std::llabs(r.at(key) - val.as_int(key)), 2 << 20);
+      else
+        EXPECT_EQ(r.at(key), val.as_int(key)) << key;
+    }
+  }
+}
