@@ -27,7 +27,6 @@ import {
   loraAlphaDefault,
   loraDefaultTargetsOf,
   loraTargetsOf,
-  modelSizes,
   optimizerOf,
   type Field,
   type Fields,
