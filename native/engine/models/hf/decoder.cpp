@@ -378,6 +378,7 @@ class HfCausalLM : public Model {
     return l;
   }
   bool can_generate() const override { return true; }
+  bool hf_generate() const override { return true; }
   int64_t vocab() const override { return arch_.vocab; }
   int64_t num_blocks() const override { return arch_.layers; }
 
@@ -411,7 +412,11 @@ class HfCausalLM : public Model {
       if (arch_.embed_scale) emb = mul(emb, std::sqrt(double(arch_.hidden)));
     }
     Tensor position_ids;
-    {
+    if (cache) {
+      // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
+      position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
+      if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+    } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
       position_ids = add(ar, double(past)).unsqueeze(0);
@@ -422,6 +427,7 @@ class HfCausalLM : public Model {
     hf::rotary_cos_sin(inv_freq_, position_ids, x.dtype(), arch_.rope_theta, cos, sin);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
     Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
+    if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
     if (cache) {
       for (size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward_layer(x, c4, s4, cache, i, past);
     } else {
