@@ -112,8 +112,15 @@ class HfAttention : public Container {
       };
       Tensor qe = rotate(q);
       Tensor ke = rotate(k);
-      q = qe;
-      k = ke;
+      if (a_.rope_float) {
+        // return q_embed.to(q_type), k_embed.to(k_type): the float32 results go at return
+        Tensor q16 = qe.to(q.dtype()), k16 = ke.to(k.dtype());
+        q = q16;
+        k = k16;
+      } else {
+        q = qe;
+        k = ke;
+      }
     }
     v = v.transpose(1, 2);
     if (cache) {
@@ -424,7 +431,8 @@ class HfCausalLM : public Model {
     if (!cache) hf::packed_sequence_check(position_ids, B);
     Tensor x = emb;
     Tensor cos, sin;
-    hf::rotary_cos_sin(inv_freq_, position_ids, x.dtype(), arch_.rope_theta, cos, sin);
+    hf::rotary_cos_sin(inv_freq_, position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta, cos,
+                       sin);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
     Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
