@@ -351,14 +351,17 @@ class HfCausalLM : public Model {
     if (T > arch_.max_positions)
       throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed max_position_embeddings (" +
                                   std::to_string(arch_.max_positions) + ")");
-    if (arch_.final_softcap > 0)
-      throw std::invalid_argument(
-          "hf: final_logit_softcapping (tanh on the logits) is not modelled yet; set it to null");
     Tensor logits;
     {
       Tensor h = model_forward(idx, nullptr, 0);
       CategoryScope cs(Category::Logits);
       logits = (*lm_head_)(h);  // lm_head(hidden_states[:, slice(0, None), :])
+      if (arch_.final_softcap > 0) {
+        // logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
+        logits = div(logits, arch_.final_softcap);
+        logits = engine::tanh(logits);
+        logits = mul(logits, arch_.final_softcap);
+      }
     }
     {
       CategoryScope cs(Category::Logits);
