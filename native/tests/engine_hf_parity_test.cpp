@@ -79,13 +79,17 @@ TEST(engine_hf_parity, MeasuredRunsReport) { report(measured(), "h100_hf_more", 
 // reading byte for byte, and the parameter counts.
 TEST(engine_hf_parity, LlamaTrainingIsExact) { expect_within(0, 0); }
 TEST(engine_hf_parity, LlamaLoraTrainingIsExact) { expect_within(1, 0); }
+// Llama generate() with the dynamic cache: params, input, peak_generate (the prefill's last
+// MLP, with generate()'s own tensors and the copied cache), after_generate (the ids), reserved.
+TEST(engine_hf_parity, LlamaGenerationIsExact) { expect_within(5, 0); }
 
 // Our H100 measurements (h100_hf_more.json) the engine matches byte for byte: Qwen3 (tied,
-// q/k norms), Phi-3 (fused projections), Gemma3 text (sandwich norms, scaled embeddings),
+// q/k norms), Phi-3 (fused projections), OLMo2 (post-norms, float32 rotary), Gemma3 text
+// (sandwich norms, scaled embeddings), Gemma2 (soft-capped logits),
 // Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on all
-// seven projections, and Qwen2 (tied, q/k/v biases) with LoRA.
+// seven projections, Qwen2 (tied, q/k/v biases) with LoRA, and Llama generate().
 TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
-  for (size_t i : {0, 2, 4, 7, 10, 11, 12}) {
+  for (size_t i : {0, 2, 3, 4, 5, 7, 10, 11, 12, 13}) {
     const SpecValue& run = measured()["runs"].items().at(i);
     SCOPED_TRACE(run["spec"]["hf"]["arch"].to_json());
     RunResult r = replay(run, "sim:h100-80gb");

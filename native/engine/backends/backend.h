@@ -31,7 +31,8 @@ enum class UnaryOp : uint8_t {
   RSubScalar,
   PowScalar,
   Silu,
-  Rsqrt
+  Rsqrt,
+  Tanh
 };
 enum class BinaryOp : uint8_t {
   Add,  // a + s*b
@@ -44,7 +45,8 @@ enum class BinaryOp : uint8_t {
   SqDiff,  // (a-b)^2
   Lerp,    // a + s*(b-a)
   Maximum,
-  SiluBackward  // a * silu'(b)    (a = grad, b = input)
+  SiluBackward,  // a * silu'(b)    (a = grad, b = input)
+  TanhBackward   // a * (1 - b^2)   (a = grad, b = tanh result)
 };
 enum class TernaryOp : uint8_t {
   Addcmul,     // a + s*b*c

@@ -68,6 +68,8 @@ inline double apply_unary(UnaryOp op, double a, double s) {
       return silu(a);
     case UnaryOp::Rsqrt:
       return 1.0 / std::sqrt(a);
+    case UnaryOp::Tanh:
+      return std::tanh(a);
   }
   return a;
 }
@@ -96,6 +98,8 @@ inline double apply_binary(BinaryOp op, double a, double b, double s) {
       return a > b ? a : b;
     case BinaryOp::SiluBackward:
       return a * silu_grad(b);
+    case BinaryOp::TanhBackward:
+      return a * (1.0 - b * b);
   }
   return a;
 }

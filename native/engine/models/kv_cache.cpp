@@ -22,6 +22,9 @@ std::pair<Tensor, Tensor> KvCache::update(size_t i, const Tensor& k, const Tenso
   if (l.k.defined()) {
     l.k = cat({l.k, k}, 2);
     l.v = cat({l.v, v}, 2);
+  } else if (copy_first) {
+    l.k = cat({k}, 2);
+    l.v = cat({v}, 2);
   } else {
     l.k = k;
     l.v = v;

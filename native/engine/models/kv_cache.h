@@ -16,6 +16,7 @@ struct KvCache {
     Tensor k, v;
   };
   bool is_static = false;
+  bool copy_first = false;  // Hugging Face's DynamicLayer starts from an empty tensor: the first update copies
   int64_t max_len = 0;
   std::vector<Layer> layers;
 

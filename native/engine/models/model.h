@@ -39,6 +39,9 @@ class Model : public Module {
   virtual void apply_finetune(const FinetuneSpec& f);
   // KV-cache generation: logits of the last position for `idx` (batch, T) at `pos`.
   virtual bool can_generate() const { return false; }
+  // Hugging Face generate(): readings peak_generate and after_generate with the returned
+  // ids (batch, prompt + new_tokens) still held, as hf_protocol.py reads them.
+  virtual bool hf_generate() const { return false; }
   virtual Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos);
   virtual int64_t vocab() const { return 0; }
   virtual int64_t num_blocks() const { return 0; }

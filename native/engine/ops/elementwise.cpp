@@ -147,6 +147,20 @@ struct SiluBackward0 : Node {
   void release_variables() override { self_.reset_data(); }
 };
 
+struct TanhBackward0 : Node {  // tanh_backward(grad, result): grad * (1 - result^2)
+  SavedVariable result_;
+  std::string name() const override { return "TanhBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(1);
+    Tensor y = result_.unpack(this);
+    Shape shape = broadcast_shapes(g[0].sizes(), y.sizes());
+    Tensor out = make_tensor(shape, promote_types(g[0].dtype(), y.dtype()), "tanh_backward");
+    be().binary(BinaryOp::TanhBackward, out, expand_to(g[0], shape), expand_to(y, shape), 0.0);
+    return {out};
+  }
+  void release_variables() override { result_.reset_data(); }
+};
+
 DType binary_result_type(const Tensor& a, const Tensor& b) {
   return result_type(a.dtype(), a.dim() == 0, b.dtype(), b.dim() == 0);
 }
@@ -341,6 +355,16 @@ Tensor silu(const Tensor& a) {
   if (n) n->self_ = SavedVariable(a, false);
   Tensor out = unary_out(UnaryOp::Silu, a, 0.0, a.dtype(), "silu");
   return with_history(out, n);
+}
+
+Tensor tanh(const Tensor& a) {
+  auto n = make_node<TanhBackward0>({&a});
+  Tensor out = unary_out(UnaryOp::Tanh, a, 0.0, is_floating(a.dtype()) ? a.dtype() : DType::Float32, "tanh");
+  if (n) {
+    set_history(out, n);
+    n->result_ = SavedVariable(out, true);
+  }
+  return out;
 }
 
 Tensor sqrt(const Tensor& a) {

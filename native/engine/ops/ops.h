@@ -61,6 +61,7 @@ Tensor& div_(Tensor& a, double s);
 Tensor pow(const Tensor& a, double exponent);  // pow.Tensor_Scalar
 Tensor rsqrt(const Tensor& a);
 Tensor silu(const Tensor& a);
+Tensor tanh(const Tensor& a);  // saves its result
 // optimizer arithmetic (no autograd; in-place forms bump versions)
 Tensor sqrt(const Tensor& a);
 Tensor& lerp_(Tensor& a, const Tensor& b, double w);

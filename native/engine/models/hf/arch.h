@@ -26,6 +26,8 @@ struct Arch {
   // Phi-3's partial-rotary apply_rotary_pos_emb: cat([rotated, pass-through], -1) copies the
   // rotated q/k into a contiguous (B, H, T, D) tensor (so SDPA's output needs a copy too)
   bool rope_cat_copy = false;
+  // OLMo2: the rotary tables stay float32, q/k are rotated in float32 and cast back
+  bool rope_float = false;
   // norms
   enum class QkNorm : uint8_t { None, PerHead, Full };  // Qwen3/Gemma3: over head_dim; OLMo2: over the projection
   QkNorm qk_norm = QkNorm::None;

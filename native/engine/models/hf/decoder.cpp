@@ -112,8 +112,15 @@ class HfAttention : public Container {
       };
       Tensor qe = rotate(q);
       Tensor ke = rotate(k);
-      q = qe;
-      k = ke;
+      if (a_.rope_float) {
+        // return q_embed.to(q_type), k_embed.to(k_type): the float32 results go at return
+        Tensor q16 = qe.to(q.dtype()), k16 = ke.to(k.dtype());
+        q = q16;
+        k = k16;
+      } else {
+        q = qe;
+        k = ke;
+      }
     }
     v = v.transpose(1, 2);
     if (cache) {
@@ -344,14 +351,17 @@ class HfCausalLM : public Model {
     if (T > arch_.max_positions)
       throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed max_position_embeddings (" +
                                   std::to_string(arch_.max_positions) + ")");
-    if (arch_.final_softcap > 0)
-      throw std::invalid_argument(
-          "hf: final_logit_softcapping (tanh on the logits) is not modelled yet; set it to null");
     Tensor logits;
     {
       Tensor h = model_forward(idx, nullptr, 0);
       CategoryScope cs(Category::Logits);
       logits = (*lm_head_)(h);  // lm_head(hidden_states[:, slice(0, None), :])
+      if (arch_.final_softcap > 0) {
+        // logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
+        logits = div(logits, arch_.final_softcap);
+        logits = engine::tanh(logits);
+        logits = mul(logits, arch_.final_softcap);
+      }
     }
     {
       CategoryScope cs(Category::Logits);
@@ -378,6 +388,7 @@ class HfCausalLM : public Model {
     return l;
   }
   bool can_generate() const override { return true; }
+  bool hf_generate() const override { return true; }
   int64_t vocab() const override { return arch_.vocab; }
   int64_t num_blocks() const override { return arch_.layers; }
 
@@ -411,7 +422,11 @@ class HfCausalLM : public Model {
       if (arch_.embed_scale) emb = mul(emb, std::sqrt(double(arch_.hidden)));
     }
     Tensor position_ids;
-    {
+    if (cache) {
+      // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
+      position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
+      if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+    } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
       position_ids = add(ar, double(past)).unsqueeze(0);
@@ -419,9 +434,11 @@ class HfCausalLM : public Model {
     if (!cache) hf::packed_sequence_check(position_ids, B);
     Tensor x = emb;
     Tensor cos, sin;
-    hf::rotary_cos_sin(inv_freq_, position_ids, x.dtype(), arch_.rope_theta, cos, sin);
+    hf::rotary_cos_sin(inv_freq_, position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta, cos,
+                       sin);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
     Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
+    if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
     if (cache) {
       for (size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward_layer(x, c4, s4, cache, i, past);
     } else {

@@ -108,21 +108,22 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
                     Tensor& sin) {
   NoGradGuard ng;
   AutocastGuard off(false, DType::Float32);  // maybe_autocast(enabled=False)
-  const int64_t T = position_ids.size(1), half = inv_freq.size(0), D = 2 * half;
+  // position_ids (1, T) in training, (batch, T) in generate(): the tables follow them
+  const int64_t P = position_ids.size(0), T = position_ids.size(1), half = inv_freq.size(0), D = 2 * half;
   // every local (position_ids_expanded, freqs, emb, cos, sin) lives until the return
   Tensor pos = position_ids.unsqueeze(1).float_();                  // position_ids[:, None, :].float()
-  Tensor freqs = make_tensor({1, half, T}, DType::Float32, "bmm");  // inv_freq_expanded @ position_ids_expanded
-  Tensor emb = make_tensor({1, T, D}, DType::Float32, "cat");       // cat((freqs, freqs), -1)
+  Tensor freqs = make_tensor({P, half, T}, DType::Float32, "bmm");  // inv_freq_expanded @ position_ids_expanded
+  Tensor emb = make_tensor({P, T, D}, DType::Float32, "cat");       // cat((freqs, freqs), -1)
   Tensor c32, s32;
   {
-    Tensor c0 = make_tensor({1, T, D}, DType::Float32, "cos");  // emb.cos() * attention_scaling
+    Tensor c0 = make_tensor({P, T, D}, DType::Float32, "cos");  // emb.cos() * attention_scaling
     c32 = mul(c0, 1.0);
   }
   {
-    Tensor s0 = make_tensor({1, T, D}, DType::Float32, "sin");
+    Tensor s0 = make_tensor({P, T, D}, DType::Float32, "sin");
     s32 = mul(s0, 1.0);
   }
-  if (c32.has_data()) {
+  if (c32.has_data() && P == 1) {
     // angle[t, i] = t * inv_freq[i] in both halves (positions from 0: the data backends
     // run training; generation is measured on the simulated device)
     Tensor ch = make_view(c32, {T, half}, {D, 1}, 0), sh = make_view(s32, {T, half}, {D, 1}, 0);

@@ -1,5 +1,5 @@
-// Olmo2ForCausalLM = Llama (no mlp_bias field) - the pre-norms + RMSNorm weighting before the cast + norms after
-// attention and MLP + an RMSNorm over the whole q and k projections (before the heads are split).
+// Olmo2ForCausalLM = Llama (no mlp_bias field) - the pre-norms + RMSNorm weighting before the cast + rotary in float32
+// + norms after attention and MLP + an RMSNorm over the whole q and k projections (before the heads are split).
 #include "engine/models/hf/arch.h"
 
 namespace vramlab::engine::hf {
@@ -10,6 +10,7 @@ Arch olmo2(const Config& c) {
   a.norms = Arch::Norms::Post;
   a.qk_norm = Arch::QkNorm::Full;
   a.olmo_norm = true;
+  a.rope_float = true;
   return a;
 }
 

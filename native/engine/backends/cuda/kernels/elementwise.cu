@@ -94,10 +94,10 @@ void dispatch(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t s
 }  // namespace
 
 void launch_unary(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t st) {
-  dispatch<kUnary>(op, a, fast, sms, st, std::make_integer_sequence<int, 18>{});
+  dispatch<kUnary>(op, a, fast, sms, st, std::make_integer_sequence<int, 19>{});
 }
 void launch_binary(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t st) {
-  dispatch<kBinary>(op, a, fast, sms, st, std::make_integer_sequence<int, 11>{});
+  dispatch<kBinary>(op, a, fast, sms, st, std::make_integer_sequence<int, 12>{});
 }
 void launch_ternary(int op, const PointwiseArgs& a, bool fast, int sms, cudaStream_t st) {
   dispatch<kTernary>(op, a, fast, sms, st, std::make_integer_sequence<int, 3>{});

@@ -60,8 +60,10 @@ __device__ __forceinline__ float apply_op(float a, float b, float c, float s) {
       return powf(a, s);  // PowScalar
     else if constexpr (Op == 16)
       return a / (1.f + expf(-a));  // Silu
-    else
+    else if constexpr (Op == 17)
       return rsqrtf(a);  // Rsqrt
+    else
+      return tanhf(a);  // Tanh
   } else if constexpr (Kind == kBinary) {
     if constexpr (Op == 0)
       return a + s * b;  // Add
@@ -83,9 +85,11 @@ __device__ __forceinline__ float apply_op(float a, float b, float c, float s) {
       return a + s * (b - a);  // Lerp
     else if constexpr (Op == 9)
       return a > b ? a : b;  // Maximum
-    else {                   // SiluBackward
+    else if constexpr (Op == 10) {  // SiluBackward
       float sg = 1.f / (1.f + expf(-b));
       return a * sg * (1.f + b * (1.f - sg));
+    } else {
+      return a * (1.f - b * b);  // TanhBackward
     }
   } else {
     if constexpr (Op == 0)
