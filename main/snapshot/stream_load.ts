@@ -4,7 +4,7 @@
 // 5-million-event snapshot opens in a few hundred MB instead of the many GB its decoded
 // dicts would take. The pickle reader stays the judge of what is valid (ReadHooks).
 import { CompactTraceBuilder } from './compact_trace';
-import { AddressBaseNeeded, Converter, event, snapshotFromPickle, type StreamedTraces } from './from_pickle';
+import { Converter, event, snapshotFromPickle, type AddressReader, type StreamedTraces } from './from_pickle';
 import type { Frames, Snapshot } from './model';
 import { readPickle, readPickleFile, type HookContext, type ReadHooks, type ReadOptions } from './pickle/reader';
 import { PyTuple, type PickleValue } from './pickle/values';
@@ -32,6 +32,13 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
   const standIns = new Map<Frames, PyTuple>();
   let events = 0;
   let nextReport = 0;
+  // Addresses stay whole until the base is known (compact_trace.ts): the checked path hands
+  // the one it read over here; the fast path's are plain numbers already.
+  let whole: number | bigint = -1;
+  const keepWhole: AddressReader = (v, path) => {
+    whole = conv.wholeAddress(v, path);
+    return 0;
+  };
   const release = (ctx: HookContext, v: PickleValue, replacement?: PickleValue) => {
     if (typeof v !== 'object' || v === null) return;
     const idx = memoIdx.get(v);
@@ -54,10 +61,9 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
       }
       for (const it of items) {
         const at = b.length;
-        const e = event(conv, it, () => `device_traces[…][${at}]`);
-        const addr = (it as Map<unknown, unknown>).get('addr');
-        if (typeof addr === 'bigint') throw new AddressBaseNeeded();
-        b.push(e);
+        whole = -1;
+        const e = event(conv, it, () => `device_traces[…][${at}]`, keepWhole);
+        b.push(e, whole === -1 ? e.addr : whole);
         // Let go of the event's dict, and of its stack list (kept as a small stand-in: a
         // free event refers back to its allocation's list).
         release(ctx, it);
@@ -80,22 +86,16 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
       return [];
     },
   };
-  const traces = (): StreamedTraces => new Map([...builders].map(([list, bld]) => [list, bld.finish()]));
+  const traces = (): StreamedTraces => builders;
   return { hooks, traces, events: () => events };
 }
 
 function load(read: (o: ReadOptions) => PickleValue, options: LoadOptions): Snapshot {
   const conv = new Converter();
   const s = streamingHooks(conv, options.onProgress);
-  let root: PickleValue;
-  try {
-    root = read({ ...options, hooks: s.hooks });
-    return snapshotFromPickle(root, s.traces(), conv);
-  } catch (err) {
-    // Addresses above 2^53 are stored relative to a base found over the whole file.
-    if (err instanceof AddressBaseNeeded) return snapshotFromPickle(read(options));
-    throw err;
-  }
+  // One read, whatever the addresses: the base for those above 2^53 is applied afterwards.
+  const root = read({ ...options, hooks: s.hooks });
+  return snapshotFromPickle(root, s.traces(), conv);
 }
 
 export function streamSnapshotFile(path: string, options: LoadOptions = {}): Snapshot {

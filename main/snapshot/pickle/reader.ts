@@ -107,17 +107,24 @@ function parse(src: ByteSource, options: ReadOptions): PickleValue {
 }
 
 /**
- * Anything thrown while reading that is not already a PickleError (a RangeError from a
+ * Anything the reader itself hits that is not already a PickleError (a RangeError from a
  * Map or array at its engine limit, a stack overflow, an I/O error) becomes one, with the
- * offset and opcode being executed, so callers only ever handle one error type.
+ * offset and opcode being executed, so callers only ever handle one error type. Only an
+ * engine limit (V8 throws RangeError for all of them) is labelled 'limit': the test is on
+ * the error's type, never on words a message may contain ("memory snapshot" was one).
  */
 function asPickleError(err: unknown, at: number, op: number): PickleError {
   if (err instanceof PickleError) return err;
   const e = err as { name?: string; message?: string; code?: string };
   const what = e?.message ?? String(err);
-  const code = e?.name === 'RangeError' || /stack|memory|size exceeded|allocation/i.test(what) ? 'limit' : 'malformed';
-  const why = code === 'limit' ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
-  return new PickleError(code, `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
+  const engineLimit = err instanceof RangeError;
+  const why = engineLimit ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
+  return new PickleError(engineLimit ? 'limit' : 'malformed', `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
+}
+
+/** An error a caller's hook threw: it reaches the caller as it was thrown. */
+class HookFailure {
+  constructor(readonly error: unknown) {}
 }
 
 type Container = PickleValue[] | PyDict | PyTuple | PySet;
@@ -175,7 +182,18 @@ class Reader {
     try {
       return this.loop();
     } catch (err) {
+      if (err instanceof HookFailure && !(err.error instanceof RangeError)) throw err.error;
+      if (err instanceof HookFailure) throw asPickleError(err.error, this.at, this.op);
       throw asPickleError(err, this.at, this.op);
+    }
+  }
+
+  /** Calls a hook; what it throws (a format error of the caller's) is not the reader's to relabel. */
+  private hook<T>(call: () => T): T {
+    try {
+      return call();
+    } catch (err) {
+      throw new HookFailure(err);
     }
   }
 
@@ -515,7 +533,8 @@ class Reader {
         const v = this.pop();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (v === list) this.fail('malformed', 'a list cannot contain itself');
-        if (this.hooks?.append) for (const x of this.hooks.append(list, [v], this.hookContext())) list.push(x);
+        const append = this.hooks?.append;
+        if (append) for (const x of this.hook(() => append(list, [v], this.hookContext()))) list.push(x);
         else list.push(v);
         return;
       }
@@ -523,7 +542,11 @@ class Reader {
         let items = this.popMark();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (items.includes(list)) this.fail('malformed', 'a list cannot contain itself');
-        if (this.hooks?.append) items = this.hooks.append(list, items, this.hookContext());
+        const append = this.hooks?.append;
+        if (append) {
+          const given = items;
+          items = this.hook(() => append(list, given, this.hookContext()));
+        }
         for (const v of items) {
           if (v === list) this.fail('malformed', 'a list cannot contain itself');
           list.push(v);
@@ -620,7 +643,8 @@ class Reader {
     if (!this.memo.has(idx)) this.memoCount++;
     const v = this.top();
     this.memo.set(idx, v);
-    if (this.hooks?.memoized && isContainer(v)) this.hooks.memoized(v, idx);
+    const memoized = this.hooks?.memoized;
+    if (memoized && isContainer(v)) this.hook(() => memoized(v, idx));
   }
 
   private memoIndex(s: string): number {
