@@ -65,9 +65,12 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
         const e = event(conv, it, () => `device_traces[…][${at}]`, keepWhole);
         b.push(e, whole === -1 ? e.addr : whole);
         // Let go of the event's dict, and of its stack list (kept as a small stand-in: a
-        // free event refers back to its allocation's list).
+        // free event refers back to its allocation's list). drop() gives their heap cost
+        // back to the reader's budget.
+        ctx.drop(it);
         release(ctx, it);
         const fr = (it as Map<unknown, PickleValue>).get('frames');
+        if (fr !== undefined && fr !== null) ctx.drop(fr);
         if (fr !== undefined && fr !== null && !(fr instanceof PyTuple && fr.items.length === 0)) {
           let stand = standIns.get(e.frames);
           if (!stand) {

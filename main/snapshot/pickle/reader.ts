@@ -14,6 +14,7 @@
 // toPlain) does work per *reference*, so the reader bounds that expanded size explicitly:
 // maxValues, or maxValuesPerByte times the input size when larger. It is measured in one
 // memoized walk, without expanding anything, and refused with a 'limit' PickleError.
+import { getHeapStatistics } from 'node:v8';
 import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
@@ -42,6 +43,40 @@ export interface ReadLimits {
   maxValuesPerByte: number;
   /** Longest text float or memo index argument, in characters. */
   maxTextNumber: number;
+  /**
+   * Most bytes the decoded values may take on the JavaScript heap, estimated per object as
+   * it is created (HEAP_COST); what a hook lets go of is given back. Keeps a small file of
+   * many cheap opcodes (2-byte empty dicts) from exhausting V8's heap.
+   */
+  maxHeapBytes: number;
+}
+
+/**
+ * Estimated V8 heap bytes per decoded object (measured on Node 22, x64: an empty Map takes
+ * 184 bytes, an empty array 32, a heap number 16). Rough on purpose, and never below the
+ * real cost of the object's own slots.
+ */
+export const HEAP_COST = {
+  dict: 184,
+  dictEntry: 24,
+  list: 32,
+  /** A list element, with the growth slack of arrays that grow by push. */
+  element: 12,
+  tuple: 64,
+  set: 64,
+  string: 24, // + 2 bytes a character (two-byte strings; one-byte ones are cheaper)
+  bytes: 128, // + 1 a byte
+  heapNumber: 16, // a double or an int outside 32 bits: charged for every slot that holds one
+  bigint: 24, // + 8 per 64 bits
+  memoEntry: 64, // the memo's entry, and the reverse entry a streaming read keeps
+} as const;
+
+/**
+ * An eighth of V8's heap limit, at most 256 MiB: the decoded value plus what the rest of the
+ * process holds (other open snapshots, the trace's typed arrays) stays well inside it.
+ */
+export function defaultHeapBudget(): number {
+  return Math.min(2 ** 28, Math.floor(getHeapStatistics().heap_size_limit / 8));
 }
 
 export const DEFAULT_LIMITS: ReadLimits = {
@@ -54,6 +89,7 @@ export const DEFAULT_LIMITS: ReadLimits = {
   maxValues: 1 << 24,
   maxValuesPerByte: 64,
   maxTextNumber: 1024,
+  maxHeapBytes: defaultHeapBudget(),
 };
 
 /**
@@ -77,6 +113,12 @@ export interface HookContext {
    * or is dropped when none is given (a later GET of it then fails).
    */
   release(value: PickleValue, idx: number, replacement?: PickleValue): void;
+  /**
+   * One reference to a container is gone: an item the hook consumed, or a value held by
+   * one. Call it once per such reference (before release); its heap cost is given back
+   * as far as references to it were counted.
+   */
+  drop(value: PickleValue): void;
 }
 
 export interface ReadOptions {
@@ -146,7 +188,18 @@ class Reader {
   private memoCount = 0;
   /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
   private shared = new Set<Container>();
+  // What a hook lets go of is given back to the heap budget when nothing can reach it any
+  // more: every reference to it dropped (the first, and one per GET or DUP) and no memo
+  // entry left. A reference counts only once, so no input can give back more than it took.
+  /** References to a container beyond the first (GET, DUP) not dropped yet. */
+  private extraRefs = new Map<Container, number>();
+  /** Memo entries holding each memoized container. */
+  private memoHolds = new Map<Container, number>();
+  /** Containers whose every reference was dropped. */
+  private dropped = new WeakSet<Container>();
   private containers = 0;
+  /** Estimated heap bytes the decoded values take now (see HEAP_COST). */
+  private heapBytes = 0;
   private frameEnd = -1;
   /** Offset of the opcode being executed, for errors. */
   private at = 0;
@@ -171,9 +224,29 @@ class Reader {
       length: this.src.length,
       release(value, idx, replacement) {
         if (self.memo.get(idx) !== value) return;
-        if (replacement === undefined) self.memo.delete(idx);
-        else self.memo.set(idx, replacement);
-        if (isContainer(value)) self.shared.delete(value);
+        if (replacement === undefined) {
+          self.memo.delete(idx);
+          self.heapBytes -= HEAP_COST.memoEntry;
+        } else self.memo.set(idx, replacement);
+        if (isContainer(value)) {
+          self.shared.delete(value);
+          const holds = (self.memoHolds.get(value) ?? 1) - 1;
+          if (holds > 0) self.memoHolds.set(value, holds);
+          else {
+            self.memoHolds.delete(value);
+            if (self.dropped.has(value)) self.heapBytes -= shallowCost(value) + numbersIn(value);
+          }
+        }
+      },
+      drop(value) {
+        if (!isContainer(value) || self.dropped.has(value)) return;
+        const extra = self.extraRefs.get(value) ?? 0;
+        if (extra > 1) self.extraRefs.set(value, extra - 1);
+        else if (extra === 1) self.extraRefs.delete(value);
+        else {
+          self.dropped.add(value);
+          if (!self.memoHolds.has(value)) self.heapBytes -= shallowCost(value) + numbersIn(value);
+        }
       },
     });
   }
@@ -348,7 +421,27 @@ class Reader {
     if (++this.containers > this.limits.maxContainers) {
       this.fail('limit', `more than ${this.limits.maxContainers} containers`);
     }
+    this.charge(shallowCost(c));
     return c;
+  }
+
+  /** Counts `bytes` more of decoded values against the heap budget. */
+  private charge(bytes: number): void {
+    this.heapBytes += bytes;
+    if (this.heapBytes > this.limits.maxHeapBytes) {
+      this.fail(
+        'limit',
+        `the decoded values would take more than ${this.limits.maxHeapBytes} bytes of JavaScript heap ` +
+          `(estimated per object: ${HEAP_COST.dict} bytes a dict, ${HEAP_COST.list} a list, ...); ` +
+          `${this.containers} containers so far`,
+      );
+    }
+  }
+
+  /** Pushes a value just decoded from the input, charging what it takes. */
+  private pushNew(v: PickleValue): void {
+    this.charge(scalarCost(v));
+    this.push(v);
   }
 
   private pop(): PickleValue {
@@ -382,8 +475,12 @@ class Reader {
     return c;
   }
 
+  /** A second (third...) reference to v: a number takes a slot of its own (heap number). */
   private share(v: PickleValue): PickleValue {
-    if (isContainer(v)) this.shared.add(v);
+    if (isContainer(v)) {
+      this.shared.add(v);
+      if (this.hooks) this.extraRefs.set(v, (this.extraRefs.get(v) ?? 0) + 1);
+    } else this.charge(heapNumberCost(v));
     return v;
   }
 
@@ -394,6 +491,7 @@ class Reader {
 
   private setItems(d: PyDict, items: PickleValue[]): void {
     if (items.length % 2) this.fail('malformed', 'odd number of items (keys and values must pair)');
+    this.charge((items.length / 2) * HEAP_COST.dictEntry);
     for (let k = 0; k < items.length; k += 2) {
       if (items[k + 1] === d) this.fail('malformed', 'a dict cannot contain itself');
       d.set(this.key(items[k]), items[k + 1]);
@@ -440,11 +538,11 @@ class Reader {
         const s = this.line();
         if (s === '00') return this.push(false);
         if (s === '01') return this.push(true);
-        return this.push(this.decimal(s));
+        return this.pushNew(this.decimal(s));
       }
       case Op.LONG: {
         const s = this.line();
-        return this.push(this.decimal(s.endsWith('L') ? s.slice(0, -1) : s));
+        return this.pushNew(this.decimal(s.endsWith('L') ? s.slice(0, -1) : s));
       }
       case Op.BININT:
         return this.push(this.i32());
@@ -453,18 +551,18 @@ class Reader {
       case Op.BININT2:
         return this.push(this.u16());
       case Op.LONG1:
-        return this.push(this.long(this.u8()));
+        return this.pushNew(this.long(this.u8()));
       case Op.LONG4: {
         const n = this.i32();
         if (n < 0) this.fail('malformed', `negative byte count ${n}`);
-        return this.push(this.long(n));
+        return this.pushNew(this.long(n));
       }
 
       // floats
       case Op.FLOAT:
-        return this.push(this.textFloat(this.line()));
+        return this.pushNew(this.textFloat(this.line()));
       case Op.BINFLOAT:
-        return this.push(this.f64());
+        return this.pushNew(this.f64());
 
       // singletons
       case Op.NONE:
@@ -476,28 +574,28 @@ class Reader {
 
       // text
       case Op.STRING:
-        return this.push(this.asciiStr(this.quoted(this.line())));
+        return this.pushNew(this.asciiStr(this.quoted(this.line())));
       case Op.BINSTRING:
-        return this.push(this.asciiStr(this.bytes(this.i32())));
+        return this.pushNew(this.asciiStr(this.bytes(this.i32())));
       case Op.SHORT_BINSTRING:
-        return this.push(this.asciiStr(this.bytes(this.u8())));
+        return this.pushNew(this.asciiStr(this.bytes(this.u8())));
       case Op.UNICODE:
-        return this.push(this.rawUnicodeEscape(this.line()));
+        return this.pushNew(this.rawUnicodeEscape(this.line()));
       case Op.BINUNICODE:
-        return this.push(this.str(this.u32()));
+        return this.pushNew(this.str(this.u32()));
       case Op.SHORT_BINUNICODE:
-        return this.push(this.str(this.u8()));
+        return this.pushNew(this.str(this.u8()));
       case Op.BINUNICODE8:
-        return this.push(this.str(this.u64()));
+        return this.pushNew(this.str(this.u64()));
 
       // bytes
       case Op.BINBYTES:
-        return this.push(this.bytes(this.u32()));
+        return this.pushNew(this.bytes(this.u32()));
       case Op.SHORT_BINBYTES:
-        return this.push(this.bytes(this.u8()));
+        return this.pushNew(this.bytes(this.u8()));
       case Op.BINBYTES8:
       case Op.BYTEARRAY8:
-        return this.push(this.bytes(this.u64()));
+        return this.pushNew(this.bytes(this.u64()));
 
       // containers
       case Op.EMPTY_LIST:
@@ -534,8 +632,9 @@ class Reader {
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (v === list) this.fail('malformed', 'a list cannot contain itself');
         const append = this.hooks?.append;
-        if (append) for (const x of this.hook(() => append(list, [v], this.hookContext()))) list.push(x);
-        else list.push(v);
+        const kept = append ? this.hook(() => append(list, [v], this.hookContext())) : [v];
+        this.charge(kept.length * HEAP_COST.element);
+        for (const x of kept) list.push(x);
         return;
       }
       case Op.APPENDS: {
@@ -547,6 +646,7 @@ class Reader {
           const given = items;
           items = this.hook(() => append(list, given, this.hookContext()));
         }
+        this.charge(items.length * HEAP_COST.element);
         for (const v of items) {
           if (v === list) this.fail('malformed', 'a list cannot contain itself');
           list.push(v);
@@ -567,6 +667,7 @@ class Reader {
       case Op.ADDITEMS: {
         const items = this.popMark();
         const set = this.mutable(this.top(), 'set') as PySet;
+        this.charge(items.length * HEAP_COST.element);
         for (const v of items) set.items.push(this.key(v) as PickleValue);
         return;
       }
@@ -633,6 +734,8 @@ class Reader {
         );
       this.fail('bad-memo', `memo index ${idx} was never stored`);
     }
+    // share() charges the new reference: a number for every slot it reaches, a container
+    // like a copy of its slots, so what a hook gives back was always charged first.
     this.push(this.share(v));
   }
 
@@ -640,9 +743,19 @@ class Reader {
     if (this.memo.size >= this.limits.maxMemo && !this.memo.has(idx)) {
       this.fail('limit', `more than ${this.limits.maxMemo} memo entries`);
     }
-    if (!this.memo.has(idx)) this.memoCount++;
+    if (!this.memo.has(idx)) {
+      this.memoCount++;
+      this.charge(HEAP_COST.memoEntry);
+    }
+    const old = this.memo.get(idx);
+    if (this.hooks && old !== undefined && isContainer(old)) {
+      const holds = (this.memoHolds.get(old) ?? 1) - 1;
+      if (holds > 0) this.memoHolds.set(old, holds);
+      else this.memoHolds.delete(old);
+    }
     const v = this.top();
     this.memo.set(idx, v);
+    if (this.hooks && isContainer(v)) this.memoHolds.set(v, (this.memoHolds.get(v) ?? 0) + 1);
     const memoized = this.hooks?.memoized;
     if (memoized && isContainer(v)) this.hook(() => memoized(v, idx));
   }
@@ -802,4 +915,31 @@ function checkShape(
       parent.below = Math.max(parent.below, depth);
     }
   }
+}
+
+/** A container's own estimated heap bytes (its slots; what it holds is counted apart). */
+function shallowCost(c: Container): number {
+  if (Array.isArray(c)) return HEAP_COST.list + c.length * HEAP_COST.element;
+  if (c instanceof Map) return HEAP_COST.dict + c.size * HEAP_COST.dictEntry;
+  if (c instanceof PyTuple) return HEAP_COST.tuple + c.items.length * 8;
+  return HEAP_COST.set + c.items.length * HEAP_COST.element;
+}
+
+const heapNumberCost = (v: PickleValue): number =>
+  typeof v !== 'number' || (Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31) ? 0 : HEAP_COST.heapNumber;
+
+/** The heap numbers a container's slots hold (values only: dict keys are rarely numbers). */
+function numbersIn(c: Container): number {
+  let n = 0;
+  for (const v of Array.isArray(c) ? c : c instanceof Map ? c.values() : c.items) n += heapNumberCost(v);
+  return n;
+}
+
+/** A scalar's estimated heap bytes: 0 for what V8 keeps in the slot itself (small ints, booleans, None). */
+function scalarCost(v: PickleValue): number {
+  if (typeof v === 'string') return HEAP_COST.string + 2 * v.length;
+  if (typeof v === 'number') return heapNumberCost(v);
+  if (typeof v === 'bigint') return HEAP_COST.bigint + 8 * Math.ceil(v.toString(16).length / 16);
+  if (v instanceof Uint8Array) return HEAP_COST.bytes + v.length;
+  return 0;
 }
