@@ -6,7 +6,15 @@
 import { CompactTraceBuilder } from './compact_trace';
 import { Converter, event, snapshotFromPickle, type AddressReader, type StreamedTraces } from './from_pickle';
 import type { Frames, Snapshot } from './model';
-import { readPickle, readPickleFile, type HookContext, type ReadHooks, type ReadOptions } from './pickle/reader';
+import {
+  readPickle,
+  readPickleFile,
+  readPickleSliced,
+  type HookContext,
+  type ReadHooks,
+  type ReadOptions,
+  type SliceOptions,
+} from './pickle/reader';
 import { PyTuple, type PickleValue } from './pickle/values';
 
 export interface LoadProgress {
@@ -108,4 +116,12 @@ export function streamSnapshotFile(path: string, options: LoadOptions = {}): Sna
 
 export function streamSnapshotBuffer(data: Uint8Array, options: LoadOptions = {}): Snapshot {
   return load((o) => readPickle(data, o), options);
+}
+
+/** The same, yielding to the event loop between slices of the read (serve's uploads). */
+export async function streamSnapshotBufferSliced(data: Uint8Array, options: LoadOptions & SliceOptions = {}): Promise<Snapshot> {
+  const conv = new Converter();
+  const s = streamingHooks(conv, options.onProgress);
+  const root = await readPickleSliced(data, { ...options, hooks: s.hooks });
+  return snapshotFromPickle(root, s.traces(), conv);
 }

@@ -143,6 +143,21 @@ export function readPickleFile(path: string, options: ReadOptions & { chunkBytes
   }
 }
 
+export interface SliceOptions {
+  /** Opcodes per slice (default 200,000: a few milliseconds). */
+  sliceOps?: number;
+  /** What to await between slices (default: one turn of the event loop, setImmediate). */
+  pause?: () => Promise<void>;
+}
+
+/** readPickle that yields to the event loop between slices of work (same result, same errors). */
+export function readPickleSliced(data: Uint8Array, options: ReadOptions & SliceOptions = {}): Promise<PickleValue> {
+  const reader = new Reader(bufferSource(data), { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
+  return reader.runSliced(options.sliceOps ?? 200_000, options.pause ?? (() => new Promise<void>((resolve) => setImmediate(resolve))));
+}
+
+const PENDING = Symbol('pending');
+
 function parse(src: ByteSource, options: ReadOptions): PickleValue {
   const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
   return reader.run();
@@ -253,12 +268,16 @@ class Reader {
 
   run(): PickleValue {
     try {
-      return this.loop();
+      return this.loop() as PickleValue; // no slice limit: never PENDING
     } catch (err) {
-      if (err instanceof HookFailure && !(err.error instanceof RangeError)) throw err.error;
-      if (err instanceof HookFailure) throw asPickleError(err.error, this.at, this.op);
-      throw asPickleError(err, this.at, this.op);
+      throw this.asThrown(err);
     }
+  }
+
+  /** What a failed read throws: a hook's own error as it was, anything else a PickleError. */
+  private asThrown(err: unknown): unknown {
+    if (err instanceof HookFailure) return err.error instanceof RangeError ? asPickleError(err.error, this.at, this.op) : err.error;
+    return asPickleError(err, this.at, this.op);
   }
 
   /** Calls a hook; what it throws (a format error of the caller's) is not the reader's to relabel. */
@@ -270,9 +289,28 @@ class Reader {
     }
   }
 
-  private loop(): PickleValue {
-    const src = this.src;
+  /**
+   * Reads in slices of `ops` opcodes, awaiting `pause` between them: a server keeps
+   * answering other clients while a large snapshot is read.
+   */
+  async runSliced(ops: number, pause: () => Promise<void>): Promise<PickleValue> {
     for (;;) {
+      let v: PickleValue | typeof PENDING;
+      try {
+        v = this.loop(ops);
+      } catch (err) {
+        throw this.asThrown(err);
+      }
+      if (v !== PENDING) return v;
+      await pause();
+    }
+  }
+
+  /** Executes opcodes until STOP (the value), or PENDING after maxOps of them. */
+  private loop(maxOps = Infinity): PickleValue | typeof PENDING {
+    const src = this.src;
+    for (let n = 0; ; n++) {
+      if (n >= maxOps) return PENDING;
       this.at = src.base + src.i;
       if (this.frameEnd >= 0 && this.at >= this.frameEnd) this.frameEnd = -1;
       if (src.i >= src.end && !src.ensure(1)) {
