@@ -68,15 +68,17 @@ export const HEAP_COST = {
   bytes: 128, // + 1 a byte
   heapNumber: 16, // a double or an int outside 32 bits: charged for every slot that holds one
   bigint: 24, // + 8 per 64 bits
-  memoEntry: 64, // the memo's entry, and the reverse entry a streaming read keeps
+  memoEntry: 40, // a Map entry with its share of the table
 } as const;
 
 /**
- * An eighth of V8's heap limit, at most 256 MiB: the decoded value plus what the rest of the
- * process holds (other open snapshots, the trace's typed arrays) stays well inside it.
+ * An eighth of V8's heap limit, at most 512 MiB: the decoded value plus what the rest of the
+ * process holds (other open snapshots, the trace's typed arrays) stays well inside it. A
+ * streamed snapshot keeps little: its memo's entries for stack lists (about 40 bytes an
+ * event), so 5 million events stay near 200 MB.
  */
 export function defaultHeapBudget(): number {
-  return Math.min(2 ** 28, Math.floor(getHeapStatistics().heap_size_limit / 8));
+  return Math.min(2 ** 29, Math.floor(getHeapStatistics().heap_size_limit / 8));
 }
 
 export const DEFAULT_LIMITS: ReadLimits = {
