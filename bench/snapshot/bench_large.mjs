@@ -54,7 +54,7 @@ for (const n of counts) {
   rows.push({ file: statSync(file).size, ...r });
 }
 const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(14) : String(c).padEnd(10))).join('');
-console.log(line(['events', 'pickle', 'open', 'RSS opened', 'peak RSS', 'replay', '(prepare+run)', 'trace stats']));
+console.log(line(['events', 'pickle', 'open', 'RSS opened', 'peak RSS', 'replay', '(prepare+run)', 'trace stats', 'start state']));
 for (const r of rows) {
   console.log(
     line([
@@ -66,6 +66,7 @@ for (const r of rows) {
       `${(r.replayMs / 1000).toFixed(2)} s`,
       `${r.prepareMs}+${r.runMs} ms`,
       `${(r.statsMs / 1000).toFixed(1)} s`,
+      `${(r.startMs / 1000).toFixed(2)} s`,
     ]),
   );
   if (r.peakReserved !== r.recordedPeakReserved)

@@ -1,5 +1,5 @@
 // `vramlab <command> ...`: dispatches to one file per command.
-import { processIO, UsageError, type CliIO, type Command } from './io';
+import { processIO, terminalSafeIO, UsageError, type CliIO, type Command } from './io';
 import devices from './commands/devices';
 import serve from './commands/serve';
 import replay from './commands/replay';
@@ -42,6 +42,9 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
     io.err(`vramlab: unknown command ${quote(name, 40)}\n\n${usage()}`);
     return 2;
   }
+  // Commands that print what a snapshot holds: no control sequence from the file reaches
+  // the terminal, whichever table or message carries it (file names included).
+  if (name === 'snapshot' || name === 'replay') io = terminalSafeIO(io);
   try {
     return await cmd.run(rest, io);
   } catch (err) {

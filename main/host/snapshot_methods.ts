@@ -17,7 +17,7 @@ import type {
 import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
 import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
-import { busiestDevice, loadSnapshotBuffer, PickleError, snapshotDevices, SnapshotFormatError } from '../snapshot/import';
+import { busiestDevice, loadSnapshotBufferSliced, PickleError, snapshotDevices, SnapshotFormatError } from '../snapshot/import';
 import { windowStart, type WindowStart } from '../snapshot/window_start';
 import type { Snapshot } from '../snapshot/model';
 import { hasNativeReplay, nativeReplay, replayer, type Replayer, type ReplayOutcome } from '../snapshot/replay';
@@ -133,7 +133,7 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
     return r;
   };
 
-  host.register('snapshot.upload', (params): SnapUploadResult => {
+  host.register('snapshot.upload', async (params): Promise<SnapUploadResult> => {
     const p = params as { uploadId: string; index: number; total: number; chunk: string; name?: string };
     const data = Buffer.from(p.chunk, 'base64');
     const name = store.uploadName(p.uploadId) ?? p.name ?? 'snapshot.pickle';
@@ -144,7 +144,9 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
     }
     let snapshot: Snapshot;
     try {
-      snapshot = loadSnapshotBuffer(whole);
+      // Read in slices with the event loop turning between them: other clients (and this
+      // one's other requests) are answered while a large snapshot opens.
+      snapshot = await loadSnapshotBufferSliced(whole);
     } catch (err) {
       if (err instanceof PickleError || err instanceof SnapshotFormatError)
         throw new Error(`${name} is not a PyTorch memory snapshot vramlab can read: ${err.message}`, { cause: err });

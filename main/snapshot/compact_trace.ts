@@ -3,14 +3,35 @@
 // hundred MB. Views read it through an array-like proxy that builds each TraceEvent when
 // indexed (index, length, iteration, slice, filter... all work), so every fold over a trace
 // works on either form. Stacks are interned: events that share a stack share one Frames.
+//
+// While the file is read, addresses are kept whole (two 32-bit words: the same 8 bytes a
+// double takes, exact up to 2^64): the base that addresses above 2^53 are stored relative
+// to is only known once the whole file has been seen, and finish() applies it in one pass
+// over the arrays instead of a second decode of the file.
 import { TRACE_ACTIONS, type Frames, type TraceAction, type TraceEvent } from './model';
 
 const ACTION_CODE = new Map<TraceAction, number>(TRACE_ACTIONS.map((a, i) => [a, i]));
+/** Actions whose addr is not an address (always 0 in the model). */
+const OOM = ACTION_CODE.get('oom')!;
+const SNAPSHOT = ACTION_CODE.get('snapshot')!;
+const noAddress = (code: number) => code === OOM || code === SNAPSHOT;
+const WORD = 2 ** 32;
+/** hi word of 2^53: an address at or above it does not fit a double exactly. */
+const HI_2_53 = 2 ** 21;
+
+/** What finish() needs to know to pick the base (see from_pickle's addressBase). */
+export interface AddressRange {
+  /** Some address is above 2^53. */
+  big: boolean;
+  /** The lowest non-zero address, if any. */
+  min: bigint | undefined;
+}
 
 export class CompactTraceBuilder {
   length = 0;
   private action = new Uint8Array(1024);
-  private addr = new Float64Array(1024);
+  private addrHi = new Uint32Array(1024);
+  private addrLo = new Uint32Array(1024);
   private size = new Float64Array(1024);
   private time = new Float64Array(1024);
   private stream = new Uint16Array(1024);
@@ -23,16 +44,26 @@ export class CompactTraceBuilder {
   private readonly deviceFree = new Map<number, number>();
   private readonly extra = new Map<number, { compileContext?: string; userMetadata?: string }>();
 
-  push(e: TraceEvent): void {
+  /** `address` is the event's whole address (0 to 2^64 - 1); e.addr is not read. */
+  push(e: TraceEvent, address: number | bigint): void {
     if (this.length === this.action.length) this.grow();
     const i = this.length++;
-    this.action[i] = ACTION_CODE.get(e.action)!;
-    this.addr[i] = e.addr;
+    const code = ACTION_CODE.get(e.action)!;
+    this.action[i] = code;
+    if (noAddress(code)) address = 0;
+    if (typeof address === 'bigint') {
+      this.addrHi[i] = Number(address >> 32n);
+      this.addrLo[i] = Number(address & 0xffffffffn);
+    } else {
+      this.addrHi[i] = Math.floor(address / WORD);
+      this.addrLo[i] = address % WORD;
+    }
     this.size[i] = e.size;
     this.time[i] = e.timeUs;
     let st = this.streamIndex.get(e.stream);
     if (st === undefined) {
-      if (this.streams.length >= 0xffff) throw new Error('a trace with more than 65535 distinct streams is not supported');
+      // A RangeError: the reader reports it as a limit, with the offset.
+      if (this.streams.length >= 0xffff) throw new RangeError('a trace with more than 65535 distinct streams is not supported');
       st = this.streams.length;
       this.streams.push(e.stream);
       this.streamIndex.set(e.stream, st);
@@ -60,20 +91,57 @@ export class CompactTraceBuilder {
       return b;
     };
     this.action = g(this.action, (k) => new Uint8Array(k));
-    this.addr = g(this.addr, (k) => new Float64Array(k));
+    this.addrHi = g(this.addrHi, (k) => new Uint32Array(k));
+    this.addrLo = g(this.addrLo, (k) => new Uint32Array(k));
     this.size = g(this.size, (k) => new Float64Array(k));
     this.time = g(this.time, (k) => new Float64Array(k));
     this.stream = g(this.stream, (k) => new Uint16Array(k));
     this.frames = g(this.frames, (k) => new Uint32Array(k));
   }
 
-  /** The finished trace as an array-like of TraceEvents (views: no copy at the peak). */
-  finish(): TraceEvent[] {
+  /** The lowest address and whether any is above 2^53 (one pass over the arrays). */
+  addressRange(): AddressRange {
+    let big = false;
+    let minHi = Infinity;
+    let minLo = Infinity;
+    for (let i = 0; i < this.length; i++) {
+      if (noAddress(this.action[i])) continue;
+      const hi = this.addrHi[i];
+      const lo = this.addrLo[i];
+      if (hi >= HI_2_53) big = true;
+      if ((hi !== 0 || lo !== 0) && (hi < minHi || (hi === minHi && lo < minLo))) {
+        minHi = hi;
+        minLo = lo;
+      }
+    }
+    return { big, min: minHi === Infinity ? undefined : (BigInt(minHi) << 32n) | BigInt(minLo) };
+  }
+
+  /**
+   * The finished trace as an array-like of TraceEvents (views: no copy at the peak), its
+   * addresses relative to `base`. An address the base leaves outside 0..2^53 is reported
+   * through `outOfRange` (which throws).
+   */
+  finish(base: bigint, outOfRange: (index: number, address: bigint) => never): TraceEvent[] {
     const n = this.length;
+    const bHi = Number(base >> 32n);
+    const bLo = Number(base & 0xffffffffn);
+    const addr = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const hi = this.addrHi[i];
+      const lo = this.addrLo[i];
+      if (noAddress(this.action[i])) continue;
+      // Exact: both differences are integers under 2^33, and a result that is not exact
+      // (beyond 2^53) is refused.
+      const rel = (hi - bHi) * WORD + (lo - bLo);
+      if (rel < 0 || rel > Number.MAX_SAFE_INTEGER) outOfRange(i, (BigInt(hi) << 32n) | BigInt(lo));
+      addr[i] = rel;
+    }
+    this.addrHi = this.addrLo = new Uint32Array(0);
     const data: CompactTraceData = {
       length: n,
       action: this.action.subarray(0, n),
-      addr: this.addr.subarray(0, n),
+      addr,
       size: this.size.subarray(0, n),
       time: this.time.subarray(0, n),
       stream: this.stream.subarray(0, n),

@@ -1,6 +1,7 @@
 // Stack frames as PyTorch's viewers show them: the unwinder's own frames, CPython's
 // interpreter loop and dispatcher boilerplate left out (the same lists as
 // _memory_viz.py's _frame_filter and MemoryViz.js's frameFilter).
+import { printable } from './printable';
 import type { Frame, Frames } from './model';
 
 const OMIT_FUNCTIONS = [
@@ -35,9 +36,9 @@ export function keepFrame(f: Frame): boolean {
 const MAX_NAME = 160;
 
 export function formatFrame(f: Frame): string {
-  const name = f.name.length > MAX_NAME ? `${f.name.slice(0, MAX_NAME)}...` : f.name;
+  const name = printable(f.name.length > MAX_NAME ? `${f.name.slice(0, MAX_NAME)}...` : f.name);
   if (f.line === 0 && (f.filename === '' || f.filename === '??')) return name;
-  return `${f.filename}:${f.line}:${name}`;
+  return `${printable(f.filename)}:${f.line}:${name}`;
 }
 
 /** The allocator's own frames say nothing about who asked for the memory. */

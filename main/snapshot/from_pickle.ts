@@ -14,6 +14,7 @@ import {
   type TraceAction,
   type TraceEvent,
 } from './model';
+import type { AddressRange, CompactTraceBuilder } from './compact_trace';
 import { PyFloat, PyTuple, type PickleValue, type PyDict } from './pickle/values';
 
 export class SnapshotFormatError extends Error {
@@ -29,6 +30,7 @@ export class SnapshotFormatError extends Error {
 const BLOCK_STATES: ReadonlySet<string> = new Set(['active_allocated', 'active_pending_free', 'inactive']);
 const ACTIONS: ReadonlySet<string> = new Set(TRACE_ACTIONS);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const MAX_ADDRESS = (1n << 64n) - 1n;
 
 function describe(v: PickleValue | undefined): string {
   if (v === undefined) return 'nothing (missing)';
@@ -101,6 +103,17 @@ export class Converter {
     return Number(rel);
   }
 
+  /** An address as the file holds it (0 to 2^64 - 1), before any base is applied. */
+  wholeAddress(v: PickleValue | undefined, path: string): number | bigint {
+    if (typeof v === 'bigint') {
+      if (v < 0n || v > MAX_ADDRESS) throw new SnapshotFormatError(path, `address ${v} is not a 64-bit address`);
+      return v;
+    }
+    const n = this.int(v, path);
+    if (n < 0) throw new SnapshotFormatError(path, `expected an address (>= 0), got ${n}`);
+    return n;
+  }
+
   float(v: PickleValue | undefined, path: string): number {
     if (typeof v === 'number') return v;
     if (v instanceof PyFloat) return v.value;
@@ -164,15 +177,14 @@ export class Converter {
 
 const EMPTY_FRAMES: Frames = Object.freeze([]) as Frames;
 
-/** The smallest address in the snapshot when some address does not fit a double exactly. */
-function findBase(root: PyDict): bigint {
-  let big = false;
-  let min: bigint | undefined;
+/** Addresses the decoded part of the snapshot holds (streamed traces report their own). */
+function addressRange(root: PyDict): AddressRange {
+  const r: AddressRange = { big: false, min: undefined };
   const see = (v: PickleValue | undefined) => {
-    if (typeof v === 'bigint') big = true;
+    if (typeof v === 'bigint') r.big = true;
     if (typeof v === 'number' || typeof v === 'bigint') {
       const b = BigInt(v);
-      if (b > 0n && (min === undefined || b < min)) min = b;
+      if (b > 0n && (r.min === undefined || b < r.min)) r.min = b;
     }
   };
   const segs = root.get('segments');
@@ -188,17 +200,29 @@ function findBase(root: PyDict): bigint {
   if (Array.isArray(traces)) {
     for (const t of traces) {
       if (!Array.isArray(t)) continue;
-      for (const e of t) if (e instanceof Map && e.get('action') !== 'oom') see(e.get('addr'));
+      for (const e of t) if (e instanceof Map && e.get('action') !== 'oom' && e.get('action') !== 'snapshot') see(e.get('addr'));
     }
   }
+  return r;
+}
+
+/**
+ * 0 when every address fits a double exactly; else the smallest address (1 MiB aligned, so
+ * offsets read naturally), and every address is stored relative to it.
+ */
+function addressBase(ranges: AddressRange[]): bigint {
+  let big = false;
+  let min: bigint | undefined;
+  for (const r of ranges) {
+    big ||= r.big;
+    if (r.min !== undefined && (min === undefined || r.min < min)) min = r.min;
+  }
   if (!big || min === undefined) return 0n;
-  return min & ~0xfffffn; // keep 1 MiB alignment so offsets read naturally
+  return min & ~0xfffffn;
 }
 
 /** Trace lists a streaming read consumed as it went (stream_load.ts): list -> its events. */
-export type StreamedTraces = Map<PickleValue[], TraceEvent[]>;
-
-export class AddressBaseNeeded extends Error {}
+export type StreamedTraces = Map<PickleValue[], CompactTraceBuilder>;
 
 export function snapshotFromPickle(value: PickleValue, streamed?: StreamedTraces, converter?: Converter): Snapshot {
   const c = converter ?? new Converter();
@@ -206,9 +230,8 @@ export function snapshotFromPickle(value: PickleValue, streamed?: StreamedTraces
   if (!root.has('segments') && !root.has('device_traces')) {
     throw new SnapshotFormatError('snapshot', "a dict without 'segments' or 'device_traces' (not from torch.cuda.memory._snapshot())");
   }
-  c.base = findBase(root);
-  // Streamed events were converted with no base: addresses above 2^53 need the full read.
-  if (streamed?.size && c.base !== 0n) throw new AddressBaseNeeded();
+  // Streamed events kept their whole addresses: the base covers them too, in one pass.
+  c.base = addressBase([addressRange(root), ...[...(streamed?.values() ?? [])].map((b) => b.addressRange())]);
 
   const segments: SnapshotSegment[] = c.list(root.get('segments') ?? [], 'segments').map((s, i) => segment(c, s, `segments[${i}]`));
 
@@ -223,7 +246,9 @@ export function snapshotFromPickle(value: PickleValue, streamed?: StreamedTraces
             if ((t as PickleValue[]).length)
               throw new SnapshotFormatError(`device_traces[${d}]`, 'a trace list mixes events with other values');
             used++;
-            return done;
+            return done.finish(c.base, (i, a) => {
+              throw new SnapshotFormatError(`device_traces[${d}][${i}].addr`, `address ${a} is outside the range this snapshot spans`);
+            });
           }
           return c.list(t, `device_traces[${d}]`).map((e, i) => event(c, e, `device_traces[${d}][${i}]`));
         });
@@ -332,8 +357,11 @@ function block(c: Converter, raw: PickleValue, path: string, expectedAddress: nu
 
 const isCount = (v: PickleValue | undefined): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
+/** Reads an event's addr; the streaming read keeps whole addresses (Converter.wholeAddress). */
+export type AddressReader = (v: PickleValue | undefined, path: string) => number;
+
 /** `path` is built only when something is wrong: millions of events are read. */
-export function event(c: Converter, raw: PickleValue, path: string | (() => string)): TraceEvent {
+export function event(c: Converter, raw: PickleValue, path: string | (() => string), addressOf?: AddressReader): TraceEvent {
   // The common, well-formed event without building a path for each field.
   if (raw instanceof Map && c.base === 0n) {
     const action = raw.get('action');
@@ -364,10 +392,10 @@ export function event(c: Converter, raw: PickleValue, path: string | (() => stri
       };
     }
   }
-  return eventChecked(c, raw, typeof path === 'string' ? path : path());
+  return eventChecked(c, raw, typeof path === 'string' ? path : path(), addressOf ?? ((v, p) => c.address(v, p)));
 }
 
-function eventChecked(c: Converter, raw: PickleValue, path: string): TraceEvent {
+function eventChecked(c: Converter, raw: PickleValue, path: string, addressOf: AddressReader): TraceEvent {
   const d = c.dict(raw, path);
   const action = d.get('action');
   if (typeof action !== 'string' || !ACTIONS.has(action)) {
@@ -376,7 +404,7 @@ function eventChecked(c: Converter, raw: PickleValue, path: string): TraceEvent 
   const isOom = action === 'oom';
   const e: TraceEvent = {
     action: action as TraceAction,
-    addr: isOom || action === 'snapshot' ? 0 : c.address(d.get('addr'), `${path}.addr`),
+    addr: isOom || action === 'snapshot' ? 0 : addressOf(d.get('addr'), `${path}.addr`),
     size: c.size(d.get('size') ?? 0, `${path}.size`),
     stream: c.int(d.get('stream') ?? 0, `${path}.stream`),
     timeUs: c.time(d.get('time_us'), `${path}.time_us`),

@@ -3,9 +3,9 @@
 // wrapped), the memory state just before its first event (window_start.ts).
 import { snapshotFromPickle } from './from_pickle';
 import type { Frames, Snapshot } from './model';
-import { streamSnapshotBuffer, streamSnapshotFile, type LoadOptions } from './stream_load';
+import { streamSnapshotBuffer, streamSnapshotBufferSliced, streamSnapshotFile, type LoadOptions } from './stream_load';
 import { windowStart, type WindowStart } from './window_start';
-import { readPickleFile, type ReadOptions } from './pickle/reader';
+import { readPickle, readPickleFile, type ReadOptions, type SliceOptions } from './pickle/reader';
 
 export { SnapshotFormatError } from './from_pickle';
 export { PickleError } from './pickle/errors';
@@ -17,6 +17,11 @@ export function loadSnapshotFile(path: string, options?: LoadOptions): Snapshot 
 
 export function loadSnapshotBuffer(data: Uint8Array, options?: LoadOptions): Snapshot {
   return streamSnapshotBuffer(data, options);
+}
+
+/** As loadSnapshotBuffer, but the read yields to the event loop between slices (a server's uploads). */
+export function loadSnapshotBufferSliced(data: Uint8Array, options?: LoadOptions & SliceOptions): Promise<Snapshot> {
+  return streamSnapshotBufferSliced(data, options);
 }
 
 /** The plain read: the whole pickle decoded first, then converted (kept for comparison). */

@@ -4,9 +4,17 @@
 // 5-million-event snapshot opens in a few hundred MB instead of the many GB its decoded
 // dicts would take. The pickle reader stays the judge of what is valid (ReadHooks).
 import { CompactTraceBuilder } from './compact_trace';
-import { AddressBaseNeeded, Converter, event, snapshotFromPickle, type StreamedTraces } from './from_pickle';
+import { Converter, event, snapshotFromPickle, type AddressReader, type StreamedTraces } from './from_pickle';
 import type { Frames, Snapshot } from './model';
-import { readPickle, readPickleFile, type HookContext, type ReadHooks, type ReadOptions } from './pickle/reader';
+import {
+  readPickle,
+  readPickleFile,
+  readPickleSliced,
+  type HookContext,
+  type ReadHooks,
+  type ReadOptions,
+  type SliceOptions,
+} from './pickle/reader';
 import { PyTuple, type PickleValue } from './pickle/values';
 
 export interface LoadProgress {
@@ -32,6 +40,13 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
   const standIns = new Map<Frames, PyTuple>();
   let events = 0;
   let nextReport = 0;
+  // Addresses stay whole until the base is known (compact_trace.ts): the checked path hands
+  // the one it read over here; the fast path's are plain numbers already.
+  let whole: number | bigint = -1;
+  const keepWhole: AddressReader = (v, path) => {
+    whole = conv.wholeAddress(v, path);
+    return 0;
+  };
   const release = (ctx: HookContext, v: PickleValue, replacement?: PickleValue) => {
     if (typeof v !== 'object' || v === null) return;
     const idx = memoIdx.get(v);
@@ -54,14 +69,16 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
       }
       for (const it of items) {
         const at = b.length;
-        const e = event(conv, it, () => `device_traces[…][${at}]`);
-        const addr = (it as Map<unknown, unknown>).get('addr');
-        if (typeof addr === 'bigint') throw new AddressBaseNeeded();
-        b.push(e);
+        whole = -1;
+        const e = event(conv, it, () => `device_traces[…][${at}]`, keepWhole);
+        b.push(e, whole === -1 ? e.addr : whole);
         // Let go of the event's dict, and of its stack list (kept as a small stand-in: a
-        // free event refers back to its allocation's list).
+        // free event refers back to its allocation's list). drop() gives their heap cost
+        // back to the reader's budget.
+        ctx.drop(it);
         release(ctx, it);
         const fr = (it as Map<unknown, PickleValue>).get('frames');
+        if (fr !== undefined && fr !== null) ctx.drop(fr);
         if (fr !== undefined && fr !== null && !(fr instanceof PyTuple && fr.items.length === 0)) {
           let stand = standIns.get(e.frames);
           if (!stand) {
@@ -80,22 +97,16 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
       return [];
     },
   };
-  const traces = (): StreamedTraces => new Map([...builders].map(([list, bld]) => [list, bld.finish()]));
+  const traces = (): StreamedTraces => builders;
   return { hooks, traces, events: () => events };
 }
 
 function load(read: (o: ReadOptions) => PickleValue, options: LoadOptions): Snapshot {
   const conv = new Converter();
   const s = streamingHooks(conv, options.onProgress);
-  let root: PickleValue;
-  try {
-    root = read({ ...options, hooks: s.hooks });
-    return snapshotFromPickle(root, s.traces(), conv);
-  } catch (err) {
-    // Addresses above 2^53 are stored relative to a base found over the whole file.
-    if (err instanceof AddressBaseNeeded) return snapshotFromPickle(read(options));
-    throw err;
-  }
+  // One read, whatever the addresses: the base for those above 2^53 is applied afterwards.
+  const root = read({ ...options, hooks: s.hooks });
+  return snapshotFromPickle(root, s.traces(), conv);
 }
 
 export function streamSnapshotFile(path: string, options: LoadOptions = {}): Snapshot {
@@ -105,4 +116,12 @@ export function streamSnapshotFile(path: string, options: LoadOptions = {}): Sna
 
 export function streamSnapshotBuffer(data: Uint8Array, options: LoadOptions = {}): Snapshot {
   return load((o) => readPickle(data, o), options);
+}
+
+/** The same, yielding to the event loop between slices of the read (serve's uploads). */
+export async function streamSnapshotBufferSliced(data: Uint8Array, options: LoadOptions & SliceOptions = {}): Promise<Snapshot> {
+  const conv = new Converter();
+  const s = streamingHooks(conv, options.onProgress);
+  const root = await readPickleSliced(data, { ...options, hooks: s.hooks });
+  return snapshotFromPickle(root, s.traces(), conv);
 }

@@ -3,6 +3,7 @@
 // user's own code (outside site-packages and the standard library), so a Linear inside
 // block 7 and one inside block 8 that share a line of the model add up; the library op
 // (linear.py forward) and the user call path are kept for display.
+import { printable } from './printable';
 import { keepFrame } from './frames';
 import type { Frame, Frames } from './model';
 
@@ -28,7 +29,8 @@ const LIBRARY = /site-packages|dist-packages|\/lib\/python\d|\/torch\/|<frozen /
 const NO_STACK = '(no stack recorded)';
 const BEFORE_TRACE = '(allocated before the trace began: no stack recorded)';
 
-const short = (f: Frame) => `${f.filename.split('/').pop()}:${f.line} ${f.name.length > 80 ? f.name.slice(0, 80) + '...' : f.name}`;
+const short = (f: Frame) =>
+  printable(`${f.filename.split('/').pop()}:${f.line} ${f.name.length > 80 ? f.name.slice(0, 80) + '...' : f.name}`);
 
 interface Key {
   site: string;
@@ -40,7 +42,7 @@ function keyOf(frames: Frames): Key {
   const python = frames.filter((f) => f.line > 0 && f.filename !== '' && f.filename !== '??');
   if (!python.length) {
     const native = frames.find((f) => keepFrame(f) && !/CUDACachingAllocator|c10::cuda::/.test(f.name));
-    return { site: native ? native.name.slice(0, 120) : NO_STACK, path: [], op: null };
+    return { site: native ? printable(native.name.slice(0, 120)) : NO_STACK, path: [], op: null };
   }
   const user = python.filter((f) => !LIBRARY.test(f.filename));
   const op = python.find((f) => LIBRARY.test(f.filename));

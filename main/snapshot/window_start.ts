@@ -15,6 +15,7 @@
 // only be part of the block; a longer tail is taken to be a separate free block.
 import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { Frames, Snapshot, SnapshotAllocatorSettings, TraceEvent } from './model';
+import { OrderedMap } from './ordered_map';
 
 const { minBlockSize: MIN_BLOCK, smallSize: SMALL_SIZE, smallBuffer: SMALL_SEGMENT, largeBuffer: LARGE_BUFFER } = ALLOCATOR_CONSTANTS;
 
@@ -69,63 +70,77 @@ export function roundSize(size: number, settings: SnapshotAllocatorSettings | nu
   return Math.ceil(size / MIN_BLOCK) * MIN_BLOCK;
 }
 
-/** Index of the segment holding addr, or -1. Segments are sorted by address. */
-function findSegment(segs: StartSegment[], addr: number): number {
-  let lo = 0;
-  let hi = segs.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const g = segs[mid];
-    if (addr < g.address) hi = mid - 1;
-    else if (addr >= g.address + g.size) lo = mid + 1;
-    else return mid;
-  }
-  return -1;
-}
-
-/** Index of the block holding addr within its segment. */
-function findBlock(blocks: StartBlock[], addr: number): number {
-  let lo = 0;
-  let hi = blocks.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const b = blocks[mid];
-    if (addr < b.address) hi = mid - 1;
-    else if (addr >= b.address + b.size) lo = mid + 1;
-    else return mid;
-  }
-  return -1;
-}
-
 const NO_FRAMES: Frames = Object.freeze([]) as Frames;
 const freeBlock = (address: number, size: number): StartBlock => ({ address, size, requestedSize: 0, state: 'free', frames: NO_FRAMES });
 
-/** Free block i absorbs free neighbours, as the allocator's free_block merges them. */
-function mergeAround(blocks: StartBlock[], i: number): void {
-  const next = blocks[i + 1];
-  if (next && next.state === 'free') {
-    blocks[i].size += next.size;
-    blocks.splice(i + 1, 1);
+/** A segment while the walk runs; its blocks live in the walk's one block map. */
+type Seg = Omit<StartSegment, 'blocks'>;
+
+type Problem = (i: number, e: TraceEvent, what: string) => void;
+
+/**
+ * The allocator state during the backward walk: segments and blocks each in an ordered map
+ * by address (blocks of all segments in one map: segments never overlap), so every undo is
+ * O(log n) and splitting or joining a segment moves no blocks.
+ */
+class Walk {
+  readonly segs = new OrderedMap<Seg>();
+  readonly blocks = new OrderedMap<StartBlock>();
+
+  /** The segment holding addr. */
+  segAt(addr: number): Seg | undefined {
+    const g = this.segs.floor(addr);
+    return g && addr < g.address + g.size ? g : undefined;
   }
-  const prev = blocks[i - 1];
-  if (prev && prev.state === 'free') {
-    prev.size += blocks[i].size;
-    blocks.splice(i, 1);
+
+  /** The block of g holding addr. */
+  blockAt(g: Seg, addr: number): StartBlock | undefined {
+    const b = this.blocks.floor(addr);
+    return b && b.address >= g.address && addr < b.address + b.size ? b : undefined;
+  }
+
+  addSegment(g: Seg, blocks: StartBlock[]): void {
+    this.segs.set(g.address, g);
+    for (const b of blocks) this.blocks.set(b.address, b);
+  }
+
+  /** Free block b absorbs free neighbours in its segment, as the allocator's free_block merges them. */
+  mergeAround(g: Seg, b: StartBlock): void {
+    const next = this.blocks.after(b.address);
+    if (next && next.address < g.address + g.size && next.state === 'free') {
+      b.size += next.size;
+      this.blocks.delete(next.address);
+    }
+    const prev = this.blocks.before(b.address);
+    if (prev && prev.address >= g.address && prev.state === 'free') {
+      prev.size += b.size;
+      this.blocks.delete(b.address);
+    }
+  }
+
+  /** Removes the blocks that start in [from, to); returns them in order. */
+  takeBlocks(from: number, to: number): StartBlock[] {
+    const out: StartBlock[] = [];
+    let cur = this.blocks.get(from) ?? this.blocks.after(from);
+    while (cur && cur.address < to) {
+      out.push(cur);
+      const next = this.blocks.after(cur.address);
+      this.blocks.delete(cur.address);
+      cur = next;
+    }
+    return out;
   }
 }
 
 export function windowStart(s: Snapshot, device: number): WindowStart {
   const settings = s.allocatorSettings;
   const maxSplit = settings?.maxSplitSize ?? Infinity;
-  const segs: StartSegment[] = s.segments
-    .filter((g) => g.device === device)
-    .map((g) => ({
-      address: g.address,
-      size: g.totalSize,
-      stream: g.stream,
-      pool: g.segmentType,
-      expandable: g.isExpandable,
-      blocks: g.blocks.length
+  const w = new Walk();
+  for (const g of s.segments) {
+    if (g.device !== device) continue;
+    w.addSegment(
+      { address: g.address, size: g.totalSize, stream: g.stream, pool: g.segmentType, expandable: g.isExpandable },
+      g.blocks.length
         ? g.blocks.map((b) => ({
             address: b.address,
             size: b.size,
@@ -134,10 +149,10 @@ export function windowStart(s: Snapshot, device: number): WindowStart {
             frames: b.frames,
           }))
         : [freeBlock(g.address, g.totalSize)],
-    }))
-    .sort((a, b) => a.address - b.address);
+    );
+  }
   const problems: string[] = [];
-  const problem = (i: number, e: TraceEvent, what: string) => {
+  const problem: Problem = (i, e, what) => {
     if (problems.length < MAX_PROBLEMS) problems.push(`event ${i} (${e.action} at 0x${e.addr.toString(16)}): ${what}`);
   };
 
@@ -146,95 +161,88 @@ export function windowStart(s: Snapshot, device: number): WindowStart {
     const e = events[i];
     switch (e.action) {
       case 'alloc': {
-        const gi = findSegment(segs, e.addr);
-        const bi = gi < 0 ? -1 : findBlock(segs[gi].blocks, e.addr);
-        const b = bi < 0 ? undefined : segs[gi].blocks[bi];
-        if (!b || b.address !== e.addr || b.state === 'free') {
+        const g = w.segAt(e.addr);
+        const b = g && w.blockAt(g, e.addr);
+        if (!g || !b || b.address !== e.addr || b.state === 'free') {
           problem(i, e, 'no live block there to undo');
           break;
         }
         b.state = 'free';
         b.requestedSize = 0;
         b.frames = NO_FRAMES;
-        mergeAround(segs[gi].blocks, bi);
+        w.mergeAround(g, b);
         break;
       }
       case 'free_requested': {
-        const gi = findSegment(segs, e.addr);
-        const bi = gi < 0 ? -1 : findBlock(segs[gi].blocks, e.addr);
-        const b = bi < 0 ? undefined : segs[gi].blocks[bi];
+        const g = w.segAt(e.addr);
+        const b = g && w.blockAt(g, e.addr);
         if (b && b.address === e.addr && b.state !== 'free') b.state = 'allocated';
         else problem(i, e, 'no live block there');
         break;
       }
       case 'free_completed':
-        unfree(segs, e, i, roundSize(e.size, settings), maxSplit, settings?.other, problem);
+        unfree(w, e, i, roundSize(e.size, settings), maxSplit, settings?.other, problem);
         break;
       case 'segment_alloc': {
-        const gi = segs.findIndex((g) => g.address === e.addr);
-        if (gi < 0) {
+        const g = w.segs.get(e.addr);
+        if (!g) {
           problem(i, e, 'no such segment');
           break;
         }
-        if (segs[gi].blocks.length !== 1 || segs[gi].blocks[0].state !== 'free') problem(i, e, 'segment still holds blocks');
-        segs.splice(gi, 1);
+        const inside = w.takeBlocks(g.address, g.address + g.size);
+        if (inside.length !== 1 || inside[0].state !== 'free') problem(i, e, 'segment still holds blocks');
+        w.segs.delete(g.address);
         break;
       }
       case 'segment_free': {
-        if (findSegment(segs, e.addr) >= 0 || findSegment(segs, e.addr + e.size - 1) >= 0) {
+        if (w.segAt(e.addr) || w.segAt(e.addr + e.size - 1)) {
           problem(i, e, 'overlaps a live segment');
           break;
         }
-        const g: StartSegment = {
-          address: e.addr,
-          size: e.size,
-          stream: e.stream,
-          pool: e.size === SMALL_SEGMENT ? 'small' : 'large',
-          expandable: false,
-          blocks: [freeBlock(e.addr, e.size)],
-        };
-        segs.splice(insertionPoint(segs, e.addr), 0, g);
+        w.addSegment(
+          { address: e.addr, size: e.size, stream: e.stream, pool: e.size === SMALL_SEGMENT ? 'small' : 'large', expandable: false },
+          [freeBlock(e.addr, e.size)],
+        );
         break;
       }
       case 'segment_map':
-        unmapRange(segs, e, i, problem);
+        unmapRange(w, e, i, problem);
         break;
       case 'segment_unmap':
-        mapRange(segs, e);
+        mapRange(w, e);
         break;
       default:
         break;
     }
   }
-  const lateStart = segs.length > 0;
-  return { device, segments: segs, lateStart, problems };
-}
-
-function insertionPoint(segs: StartSegment[], addr: number): number {
-  let lo = 0;
-  let hi = segs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (segs[mid].address < addr) lo = mid + 1;
-    else hi = mid;
+  // Both maps in address order, walked together: each segment takes the blocks inside it.
+  const segments: StartSegment[] = [];
+  const blocks = w.blocks.values();
+  let b = blocks.next();
+  for (const g of w.segs.values()) {
+    const seg: StartSegment = { ...g, blocks: [] };
+    while (!b.done && b.value.address < g.address) b = blocks.next();
+    while (!b.done && b.value.address < g.address + g.size) {
+      seg.blocks.push(b.value);
+      b = blocks.next();
+    }
+    segments.push(seg);
   }
-  return lo;
+  return { device, segments, lateStart: segments.length > 0, problems };
 }
 
 /** Undo a free_completed: cut the block back out of the free block it merged into. */
 function unfree(
-  segs: StartSegment[],
+  w: Walk,
   e: TraceEvent,
   i: number,
   rounded: number,
   maxSplit: number,
   other: SnapshotAllocatorSettings['other'] | undefined,
-  problem: (i: number, e: TraceEvent, what: string) => void,
+  problem: Problem,
 ): void {
-  const gi = findSegment(segs, e.addr);
-  const g = gi < 0 ? undefined : segs[gi];
-  const bi = g ? findBlock(g.blocks, e.addr) : -1;
-  const f = bi < 0 ? undefined : g!.blocks[bi];
+  const g = w.segAt(e.addr);
+  const f = g && w.blockAt(g, e.addr);
   if (!g || !f || f.state !== 'free') {
     problem(i, e, 'no free block there to take the allocation back from');
     return;
@@ -252,64 +260,59 @@ function unfree(
       typeof other?.get('max_non_split_rounding_size') === 'number' ? (other.get('max_non_split_rounding_size') as number) : LARGE_BUFFER;
     if (tail <= SMALL_SIZE || (oversize && tail < nonSplit)) size = end - e.addr;
   }
-  const parts: StartBlock[] = [];
-  if (e.addr > f.address) parts.push(freeBlock(f.address, e.addr - f.address));
-  parts.push({ address: e.addr, size, requestedSize: e.size, state: 'pending_free', frames: e.frames });
-  if (e.addr + size < end) parts.push(freeBlock(e.addr + size, end - e.addr - size));
-  g.blocks.splice(bi, 1, ...parts);
+  w.blocks.delete(f.address);
+  if (e.addr > f.address) w.blocks.set(f.address, freeBlock(f.address, e.addr - f.address));
+  w.blocks.set(e.addr, { address: e.addr, size, requestedSize: e.size, state: 'pending_free', frames: e.frames });
+  if (e.addr + size < end) w.blocks.set(e.addr + size, freeBlock(e.addr + size, end - e.addr - size));
 }
 
 /** Undo a segment_unmap: the range was mapped (free) before; join touching ranges. */
-function mapRange(segs: StartSegment[], e: TraceEvent): void {
-  const at = insertionPoint(segs, e.addr);
-  const g: StartSegment = {
+function mapRange(w: Walk, e: TraceEvent): void {
+  const prev = w.segs.before(e.addr);
+  const g: Seg = {
     address: e.addr,
     size: e.size,
     stream: e.stream,
-    pool: e.size < SMALL_SEGMENT || segs[at - 1]?.pool === 'small' ? 'small' : 'large',
+    pool: e.size < SMALL_SEGMENT || prev?.pool === 'small' ? 'small' : 'large',
     expandable: true,
-    blocks: [freeBlock(e.addr, e.size)],
   };
-  segs.splice(at, 0, g);
-  const next = segs[at + 1];
+  const b = freeBlock(e.addr, e.size);
+  w.addSegment(g, [b]);
+  let joined = g;
+  const next = w.segs.after(e.addr);
   if (next && next.expandable && g.address + g.size === next.address && next.stream === g.stream) {
     g.size += next.size;
-    g.blocks.push(...next.blocks);
-    mergeAround(g.blocks, 0);
-    segs.splice(at + 1, 1);
+    w.segs.delete(next.address);
   }
-  const prev = segs[at - 1];
   if (prev && prev.expandable && prev.address + prev.size === g.address && prev.stream === g.stream) {
-    const k = prev.blocks.length;
     prev.size += g.size;
-    prev.blocks.push(...g.blocks);
-    mergeAround(prev.blocks, k);
-    segs.splice(at, 1);
+    w.segs.delete(g.address);
+    joined = prev;
   }
+  w.mergeAround(joined, b);
 }
 
 /** Undo a segment_map: cut the (free) range out of the expandable segment holding it. */
-function unmapRange(segs: StartSegment[], e: TraceEvent, i: number, problem: (i: number, e: TraceEvent, what: string) => void): void {
-  const gi = findSegment(segs, e.addr);
-  const g = gi < 0 ? undefined : segs[gi];
+function unmapRange(w: Walk, e: TraceEvent, i: number, problem: Problem): void {
+  const g = w.segAt(e.addr);
   const end = e.addr + e.size;
   if (!g || end > g.address + g.size) {
     problem(i, e, 'no mapped range there');
     return;
   }
-  const before = g.blocks.filter((b) => b.address + b.size <= e.addr);
-  const after = g.blocks.filter((b) => b.address >= end);
-  const cut = g.blocks.filter((b) => b.address < end && b.address + b.size > e.addr);
+  const gEnd = g.address + g.size;
+  // The blocks overlapping the range: the one holding its start, then those starting in it.
+  const first = w.blockAt(g, e.addr);
+  const cut = w.takeBlocks(first ? first.address : e.addr, end);
   if (cut.some((b) => b.state !== 'free')) problem(i, e, 'range still holds blocks');
   // Free blocks straddling the cut keep their outside parts.
-  const first = cut[0];
+  const head = cut[0];
   const last = cut[cut.length - 1];
-  if (first && first.address < e.addr) before.push(freeBlock(first.address, e.addr - first.address));
-  if (last && last.address + last.size > end) after.unshift(freeBlock(end, last.address + last.size - end));
-  const pieces: StartSegment[] = [];
-  if (before.length) pieces.push({ ...g, size: e.addr - g.address, blocks: before });
-  if (after.length) pieces.push({ ...g, address: end, size: g.address + g.size - end, blocks: after });
-  segs.splice(gi, 1, ...pieces);
+  if (head && head.address < e.addr) w.blocks.set(head.address, freeBlock(head.address, e.addr - head.address));
+  if (last && last.address + last.size > end) w.blocks.set(end, freeBlock(end, last.address + last.size - end));
+  w.segs.delete(g.address);
+  if (e.addr > g.address) w.segs.set(g.address, { ...g, size: e.addr - g.address });
+  if (end < gEnd) w.segs.set(end, { ...g, address: end, size: gEnd - end });
 }
 
 /** Bytes reserved and allocated (block sizes) in a start state. */

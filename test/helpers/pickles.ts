@@ -43,3 +43,15 @@ export function memoFlood(n: number): Buffer {
 export function longTextArg(n: number): Buffer {
   return Buffer.concat([Buffer.from('V', 'latin1'), Buffer.alloc(n, 0x61), Buffer.from('\np0\n.', 'latin1')]);
 }
+
+/** A list of n empty dicts, each 2 bytes (EMPTY_DICT, APPEND): a small file of costly values. */
+export function emptyDicts(n: number): Buffer {
+  const b = Buffer.alloc(3 + 2 * n + 1);
+  b.set([0x80, 4, 0x5d]); // PROTO 4, EMPTY_LIST
+  for (let i = 0; i < n; i++) {
+    b[3 + 2 * i] = 0x7d; // EMPTY_DICT
+    b[4 + 2 * i] = 0x61; // APPEND
+  }
+  b[b.length - 1] = 0x2e; // STOP
+  return b;
+}

@@ -11,18 +11,49 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PickleError } from '../../main/snapshot/pickle/errors';
-import { readPickle, readPickleFile } from '../../main/snapshot/pickle/reader';
+import { writePickle } from '../../main/snapshot/pickle/writer';
+import type { PickleValue } from '../../main/snapshot/pickle/values';
+import { DEFAULT_LIMITS, readPickle, readPickleFile } from '../../main/snapshot/pickle/reader';
 import { loadSnapshotBuffer, loadSnapshotFile } from '../../main/snapshot/import';
 import { Host } from '../../main/host/host';
 import { registerSnapshotMethods } from '../../main/host/snapshot_methods';
 import { main } from '../../main/cli/main';
 import { native } from '../helpers/addon';
 import { captureIO } from '../helpers/io';
-import { deepTupleKey, laughsSnapshot, longTextArg, memoFlood } from '../helpers/pickles';
+import { deepTupleKey, emptyDicts, laughsSnapshot, longTextArg, memoFlood } from '../helpers/pickles';
 
 let dir = '';
 beforeAll(() => void (dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-hostile-'))));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A snapshot of n alloc/free pairs, each with a new stack list that its free refers back to (PyTorch's layout). */
+function traceOnly(pairs: number): Buffer {
+  const frame = new Map<string, PickleValue>([
+    ['name', 'f'],
+    ['filename', 'train.py'],
+    ['line', 3],
+  ]);
+  const events: PickleValue[] = [];
+  for (let i = 0; i < pairs; i++) {
+    const frames = [frame, frame, frame];
+    const ev = (action: string) =>
+      new Map<string, PickleValue>([
+        ['action', action],
+        ['addr', 2 ** 40 + i * 512],
+        ['size', 512],
+        ['stream', 0],
+        ['time_us', 2 ** 50 + i],
+        ['frames', frames],
+      ]);
+    events.push(ev('alloc'), ev('free_completed'));
+  }
+  return writePickle(
+    new Map<string, PickleValue>([
+      ['segments', []],
+      ['device_traces', [events]],
+    ]),
+  );
+}
 
 function pickleError(f: () => unknown): PickleError {
   try {
@@ -110,12 +141,44 @@ describe('nesting and engine limits end as PickleErrors with a position', () => 
     'more memo entries than a JS Map can hold (was: RangeError: Map maximum size exceeded)',
     () => {
       const data = memoFlood((1 << 24) + 16);
-      const e = pickleError(() => readPickle(data, { limits: { maxMemo: Infinity } }));
+      const e = pickleError(() => readPickle(data, { limits: { maxMemo: Infinity, maxHeapBytes: Infinity } }));
       expect(e.code).toBe('limit');
       expect(e.message).toMatch(/MEMOIZE .* at offset \d+: .*too large/);
       expect(e.offset).toBeGreaterThan(1 << 23);
     },
   );
+});
+
+describe('the decoded size stays inside a heap budget', () => {
+  // 29.9M empty dicts, 2 bytes each: under the container bound, yet it took 4.5 GB of
+  // heap and aborted the process after 36 s (10M dicts: 2.2 GB).
+  const dicts = emptyDicts(29_900_000);
+
+  it('60 MB of empty dicts end in a typed limit error long before the heap is exhausted', () => {
+    expect(dicts.length).toBeGreaterThan(59e6);
+    const heap0 = process.memoryUsage().heapUsed;
+    const e = pickleError(() => readPickle(dicts));
+    expect(e.code).toBe('limit');
+    expect(e.message).toMatch(/EMPTY_DICT .* at offset \d+: the decoded values would take more than \d+ bytes of JavaScript heap/);
+    // Refused after a fraction of the file: at most the budget's worth of dicts was built.
+    expect(e.offset).toBeLessThan(dicts.length / 2);
+    expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(DEFAULT_LIMITS.maxHeapBytes * 2);
+  });
+
+  it('the app import refuses it the same way', () => {
+    const file = path.join(dir, 'dicts.pickle');
+    writeFileSync(file, emptyDicts(2_000_000));
+    const e = pickleError(() => loadSnapshotFile(file, { limits: { maxHeapBytes: 64 << 20 } }));
+    expect(e.code).toBe('limit');
+    expect(e.message).toMatch(/would take more than 67108864 bytes/);
+  });
+
+  it('a streamed snapshot gives back what its consumed events took: a long trace opens in a budget its decoded dicts would exceed', () => {
+    const bytes = traceOnly(20_000); // 40,000 events
+    const limits = { maxHeapBytes: 4 << 20 };
+    expect(pickleError(() => readPickle(bytes, { limits })).code).toBe('limit'); // every event decoded at once
+    expect(loadSnapshotBuffer(bytes, { limits }).deviceTraces[0]).toHaveLength(40_000);
+  });
 });
 
 describe('long text arguments are read in linear time', () => {

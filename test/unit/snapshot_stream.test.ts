@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compactData } from '../../main/snapshot/compact_trace';
-import { loadSnapshotBuffer, loadSnapshotFile, loadSnapshotFileDecoded } from '../../main/snapshot/import';
+import { loadSnapshotBuffer, loadSnapshotFile, loadSnapshotFileDecoded, SnapshotFormatError } from '../../main/snapshot/import';
 import { writePickle } from '../../main/snapshot/pickle/writer';
 import type { PickleValue } from '../../main/snapshot/pickle/values';
 
@@ -63,5 +63,26 @@ describe('streamed snapshots', () => {
   it('a bad event is reported with its place', () => {
     const root = dict({ device_traces: [[ev('alloc', 4096, 512), dict({ action: 'alloc', addr: -5, size: 1 })]] });
     expect(() => loadSnapshotBuffer(writePickle(root))).toThrow(/device_traces\[…\]\[1\]\.addr: expected an address \(>= 0\), got -5/);
+  });
+
+  it('a malformed event reports its real cause, not a size limit', () => {
+    const bad: [PickleValue, RegExp][] = [
+      [dict({ action: 'launch', addr: 4096, size: 1 }), /\[1\]\.action: expected one of alloc, .*, got a str \("launch"\)/],
+      [dict({ action: 'alloc', addr: 4096, size: 'big' }), /\[1\]\.size: expected an int, got a str \("big"\)/],
+      [dict({ action: 'alloc', addr: 4096, size: 1, frames: 7 }), /\[1\]\.frames: expected a list, got number 7/],
+      [dict({ action: 'alloc', addr: 4096, size: 1, stream: 1.5 }), /\[1\]\.stream: expected an int, got number 1.5/],
+    ];
+    for (const [e, message] of bad) {
+      const root = dict({ device_traces: [[ev('alloc', 4096, 512), e]] });
+      let err: unknown;
+      try {
+        loadSnapshotBuffer(writePickle(root));
+      } catch (x) {
+        err = x;
+      }
+      expect(err).toBeInstanceOf(SnapshotFormatError); // was: a PickleError 'limit'
+      expect((err as Error).message).toMatch(message);
+      expect((err as Error).message).not.toMatch(/too large or too deeply nested/);
+    }
   });
 });

@@ -14,6 +14,7 @@
 // toPlain) does work per *reference*, so the reader bounds that expanded size explicitly:
 // maxValues, or maxValuesPerByte times the input size when larger. It is measured in one
 // memoized walk, without expanding anything, and refused with a 'limit' PickleError.
+import { getHeapStatistics } from 'node:v8';
 import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
@@ -42,6 +43,42 @@ export interface ReadLimits {
   maxValuesPerByte: number;
   /** Longest text float or memo index argument, in characters. */
   maxTextNumber: number;
+  /**
+   * Most bytes the decoded values may take on the JavaScript heap, estimated per object as
+   * it is created (HEAP_COST); what a hook lets go of is given back. Keeps a small file of
+   * many cheap opcodes (2-byte empty dicts) from exhausting V8's heap.
+   */
+  maxHeapBytes: number;
+}
+
+/**
+ * Estimated V8 heap bytes per decoded object (measured on Node 22, x64: an empty Map takes
+ * 184 bytes, an empty array 32, a heap number 16). Rough on purpose, and never below the
+ * real cost of the object's own slots.
+ */
+export const HEAP_COST = {
+  dict: 184,
+  dictEntry: 24,
+  list: 32,
+  /** A list element, with the growth slack of arrays that grow by push. */
+  element: 12,
+  tuple: 64,
+  set: 64,
+  string: 24, // + 2 bytes a character (two-byte strings; one-byte ones are cheaper)
+  bytes: 128, // + 1 a byte
+  heapNumber: 16, // a double or an int outside 32 bits: charged for every slot that holds one
+  bigint: 24, // + 8 per 64 bits
+  memoEntry: 40, // a Map entry with its share of the table
+} as const;
+
+/**
+ * An eighth of V8's heap limit, at most 512 MiB: the decoded value plus what the rest of the
+ * process holds (other open snapshots, the trace's typed arrays) stays well inside it. A
+ * streamed snapshot keeps little: its memo's entries for stack lists (about 40 bytes an
+ * event), so 5 million events stay near 200 MB.
+ */
+export function defaultHeapBudget(): number {
+  return Math.min(2 ** 29, Math.floor(getHeapStatistics().heap_size_limit / 8));
 }
 
 export const DEFAULT_LIMITS: ReadLimits = {
@@ -54,6 +91,7 @@ export const DEFAULT_LIMITS: ReadLimits = {
   maxValues: 1 << 24,
   maxValuesPerByte: 64,
   maxTextNumber: 1024,
+  maxHeapBytes: defaultHeapBudget(),
 };
 
 /**
@@ -77,6 +115,12 @@ export interface HookContext {
    * or is dropped when none is given (a later GET of it then fails).
    */
   release(value: PickleValue, idx: number, replacement?: PickleValue): void;
+  /**
+   * One reference to a container is gone: an item the hook consumed, or a value held by
+   * one. Call it once per such reference (before release); its heap cost is given back
+   * as far as references to it were counted.
+   */
+  drop(value: PickleValue): void;
 }
 
 export interface ReadOptions {
@@ -101,23 +145,45 @@ export function readPickleFile(path: string, options: ReadOptions & { chunkBytes
   }
 }
 
+export interface SliceOptions {
+  /** Opcodes per slice (default 200,000: a few milliseconds). */
+  sliceOps?: number;
+  /** What to await between slices (default: one turn of the event loop, setImmediate). */
+  pause?: () => Promise<void>;
+}
+
+/** readPickle that yields to the event loop between slices of work (same result, same errors). */
+export function readPickleSliced(data: Uint8Array, options: ReadOptions & SliceOptions = {}): Promise<PickleValue> {
+  const reader = new Reader(bufferSource(data), { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
+  return reader.runSliced(options.sliceOps ?? 200_000, options.pause ?? (() => new Promise<void>((resolve) => setImmediate(resolve))));
+}
+
+const PENDING = Symbol('pending');
+
 function parse(src: ByteSource, options: ReadOptions): PickleValue {
   const reader = new Reader(src, { ...DEFAULT_LIMITS, ...options.limits }, options.allowTrailing ?? false, options.hooks);
   return reader.run();
 }
 
 /**
- * Anything thrown while reading that is not already a PickleError (a RangeError from a
+ * Anything the reader itself hits that is not already a PickleError (a RangeError from a
  * Map or array at its engine limit, a stack overflow, an I/O error) becomes one, with the
- * offset and opcode being executed, so callers only ever handle one error type.
+ * offset and opcode being executed, so callers only ever handle one error type. Only an
+ * engine limit (V8 throws RangeError for all of them) is labelled 'limit': the test is on
+ * the error's type, never on words a message may contain ("memory snapshot" was one).
  */
 function asPickleError(err: unknown, at: number, op: number): PickleError {
   if (err instanceof PickleError) return err;
   const e = err as { name?: string; message?: string; code?: string };
   const what = e?.message ?? String(err);
-  const code = e?.name === 'RangeError' || /stack|memory|size exceeded|allocation/i.test(what) ? 'limit' : 'malformed';
-  const why = code === 'limit' ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
-  return new PickleError(code, `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
+  const engineLimit = err instanceof RangeError;
+  const why = engineLimit ? `the value is too large or too deeply nested to read (${what})` : `could not be read (${e?.code ?? what})`;
+  return new PickleError(engineLimit ? 'limit' : 'malformed', `pickle: ${describeOp(op)} at offset ${at}: ${why}`, at, op);
+}
+
+/** An error a caller's hook threw: it reaches the caller as it was thrown. */
+class HookFailure {
+  constructor(readonly error: unknown) {}
 }
 
 type Container = PickleValue[] | PyDict | PyTuple | PySet;
@@ -139,7 +205,15 @@ class Reader {
   private memoCount = 0;
   /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
   private shared = new Set<Container>();
+  // What a hook lets go of is given back to the heap budget when nothing can reach it any
+  // more: every reference to it dropped (the first, and one per GET or DUP) and no memo
+  // entry left. A reference counts only once, so no input can give back more than it took.
+  // (Counts live on the containers themselves, see Counted: Maps of millions of entries
+  // made the streamed read half as fast again.)
+
   private containers = 0;
+  /** Estimated heap bytes the decoded values take now (see HEAP_COST). */
+  private heapBytes = 0;
   private frameEnd = -1;
   /** Offset of the opcode being executed, for errors. */
   private at = 0;
@@ -164,24 +238,76 @@ class Reader {
       length: this.src.length,
       release: (value, idx, replacement) => {
         if (this.memo.get(idx) !== value) return;
-        if (replacement === undefined) this.memo.delete(idx);
-        else this.memo.set(idx, replacement);
-        if (isContainer(value)) this.shared.delete(value);
+        if (replacement === undefined) {
+          this.memo.delete(idx);
+          this.heapBytes -= HEAP_COST.memoEntry;
+        } else this.memo.set(idx, replacement);
+        if (isContainer(value)) {
+          this.shared.delete(value);
+          const c = value as Counted;
+          c[MEMO_HOLDS] = (c[MEMO_HOLDS] ?? 1) - 1;
+          if (c[MEMO_HOLDS] <= 0 && c[EXTRA_REFS] === -1) this.heapBytes -= shallowCost(value) + numbersIn(value);
+        }
+      },
+      drop: (value) => {
+        if (!isContainer(value)) return;
+        const c = value as Counted;
+        const extra = c[EXTRA_REFS] ?? 0;
+        if (extra === -1) return; // every reference dropped already
+        if (extra > 0) c[EXTRA_REFS] = extra - 1;
+        else {
+          c[EXTRA_REFS] = -1;
+          if (!(c[MEMO_HOLDS]! > 0)) this.heapBytes -= shallowCost(value) + numbersIn(value);
+        }
       },
     });
   }
 
   run(): PickleValue {
     try {
-      return this.loop();
+      return this.loop() as PickleValue; // no slice limit: never PENDING
     } catch (err) {
-      throw asPickleError(err, this.at, this.op);
+      throw this.asThrown(err);
     }
   }
 
-  private loop(): PickleValue {
-    const src = this.src;
+  /** What a failed read throws: a hook's own error as it was, anything else a PickleError. */
+  private asThrown(err: unknown): unknown {
+    if (err instanceof HookFailure) return err.error instanceof RangeError ? asPickleError(err.error, this.at, this.op) : err.error;
+    return asPickleError(err, this.at, this.op);
+  }
+
+  /** Calls a hook; what it throws (a format error of the caller's) is not the reader's to relabel. */
+  private hook<T>(call: () => T): T {
+    try {
+      return call();
+    } catch (err) {
+      throw new HookFailure(err);
+    }
+  }
+
+  /**
+   * Reads in slices of `ops` opcodes, awaiting `pause` between them: a server keeps
+   * answering other clients while a large snapshot is read.
+   */
+  async runSliced(ops: number, pause: () => Promise<void>): Promise<PickleValue> {
     for (;;) {
+      let v: PickleValue | typeof PENDING;
+      try {
+        v = this.loop(ops);
+      } catch (err) {
+        throw this.asThrown(err);
+      }
+      if (v !== PENDING) return v;
+      await pause();
+    }
+  }
+
+  /** Executes opcodes until STOP (the value), or PENDING after maxOps of them. */
+  private loop(maxOps = Infinity): PickleValue | typeof PENDING {
+    const src = this.src;
+    for (let n = 0; ; n++) {
+      if (n >= maxOps) return PENDING;
       this.at = src.base + src.i;
       if (this.frameEnd >= 0 && this.at >= this.frameEnd) this.frameEnd = -1;
       if (src.i >= src.end && !src.ensure(1)) {
@@ -330,7 +456,27 @@ class Reader {
     if (++this.containers > this.limits.maxContainers) {
       this.fail('limit', `more than ${this.limits.maxContainers} containers`);
     }
+    this.charge(shallowCost(c));
     return c;
+  }
+
+  /** Counts `bytes` more of decoded values against the heap budget. */
+  private charge(bytes: number): void {
+    this.heapBytes += bytes;
+    if (this.heapBytes > this.limits.maxHeapBytes) {
+      this.fail(
+        'limit',
+        `the decoded values would take more than ${this.limits.maxHeapBytes} bytes of JavaScript heap ` +
+          `(estimated per object: ${HEAP_COST.dict} bytes a dict, ${HEAP_COST.list} a list, ...); ` +
+          `${this.containers} containers so far`,
+      );
+    }
+  }
+
+  /** Pushes a value just decoded from the input, charging what it takes. */
+  private pushNew(v: PickleValue): void {
+    this.charge(scalarCost(v));
+    this.push(v);
   }
 
   private pop(): PickleValue {
@@ -364,8 +510,13 @@ class Reader {
     return c;
   }
 
+  /** A second (third...) reference to v: a number takes a slot of its own (heap number). */
   private share(v: PickleValue): PickleValue {
-    if (isContainer(v)) this.shared.add(v);
+    if (isContainer(v)) {
+      this.shared.add(v);
+      const c = v as Counted;
+      if (this.hooks && c[EXTRA_REFS] !== -1) c[EXTRA_REFS] = (c[EXTRA_REFS] ?? 0) + 1;
+    } else this.charge(heapNumberCost(v));
     return v;
   }
 
@@ -376,6 +527,7 @@ class Reader {
 
   private setItems(d: PyDict, items: PickleValue[]): void {
     if (items.length % 2) this.fail('malformed', 'odd number of items (keys and values must pair)');
+    this.charge((items.length / 2) * HEAP_COST.dictEntry);
     for (let k = 0; k < items.length; k += 2) {
       if (items[k + 1] === d) this.fail('malformed', 'a dict cannot contain itself');
       d.set(this.key(items[k]), items[k + 1]);
@@ -422,11 +574,11 @@ class Reader {
         const s = this.line();
         if (s === '00') return this.push(false);
         if (s === '01') return this.push(true);
-        return this.push(this.decimal(s));
+        return this.pushNew(this.decimal(s));
       }
       case Op.LONG: {
         const s = this.line();
-        return this.push(this.decimal(s.endsWith('L') ? s.slice(0, -1) : s));
+        return this.pushNew(this.decimal(s.endsWith('L') ? s.slice(0, -1) : s));
       }
       case Op.BININT:
         return this.push(this.i32());
@@ -435,18 +587,18 @@ class Reader {
       case Op.BININT2:
         return this.push(this.u16());
       case Op.LONG1:
-        return this.push(this.long(this.u8()));
+        return this.pushNew(this.long(this.u8()));
       case Op.LONG4: {
         const n = this.i32();
         if (n < 0) this.fail('malformed', `negative byte count ${n}`);
-        return this.push(this.long(n));
+        return this.pushNew(this.long(n));
       }
 
       // floats
       case Op.FLOAT:
-        return this.push(this.textFloat(this.line()));
+        return this.pushNew(this.textFloat(this.line()));
       case Op.BINFLOAT:
-        return this.push(this.f64());
+        return this.pushNew(this.f64());
 
       // singletons
       case Op.NONE:
@@ -458,28 +610,28 @@ class Reader {
 
       // text
       case Op.STRING:
-        return this.push(this.asciiStr(this.quoted(this.line())));
+        return this.pushNew(this.asciiStr(this.quoted(this.line())));
       case Op.BINSTRING:
-        return this.push(this.asciiStr(this.bytes(this.i32())));
+        return this.pushNew(this.asciiStr(this.bytes(this.i32())));
       case Op.SHORT_BINSTRING:
-        return this.push(this.asciiStr(this.bytes(this.u8())));
+        return this.pushNew(this.asciiStr(this.bytes(this.u8())));
       case Op.UNICODE:
-        return this.push(this.rawUnicodeEscape(this.line()));
+        return this.pushNew(this.rawUnicodeEscape(this.line()));
       case Op.BINUNICODE:
-        return this.push(this.str(this.u32()));
+        return this.pushNew(this.str(this.u32()));
       case Op.SHORT_BINUNICODE:
-        return this.push(this.str(this.u8()));
+        return this.pushNew(this.str(this.u8()));
       case Op.BINUNICODE8:
-        return this.push(this.str(this.u64()));
+        return this.pushNew(this.str(this.u64()));
 
       // bytes
       case Op.BINBYTES:
-        return this.push(this.bytes(this.u32()));
+        return this.pushNew(this.bytes(this.u32()));
       case Op.SHORT_BINBYTES:
-        return this.push(this.bytes(this.u8()));
+        return this.pushNew(this.bytes(this.u8()));
       case Op.BINBYTES8:
       case Op.BYTEARRAY8:
-        return this.push(this.bytes(this.u64()));
+        return this.pushNew(this.bytes(this.u64()));
 
       // containers
       case Op.EMPTY_LIST:
@@ -515,15 +667,22 @@ class Reader {
         const v = this.pop();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (v === list) this.fail('malformed', 'a list cannot contain itself');
-        if (this.hooks?.append) for (const x of this.hooks.append(list, [v], this.hookContext())) list.push(x);
-        else list.push(v);
+        const append = this.hooks?.append;
+        const kept = append ? this.hook(() => append(list, [v], this.hookContext())) : [v];
+        this.charge(kept.length * HEAP_COST.element);
+        for (const x of kept) list.push(x);
         return;
       }
       case Op.APPENDS: {
         let items = this.popMark();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (items.includes(list)) this.fail('malformed', 'a list cannot contain itself');
-        if (this.hooks?.append) items = this.hooks.append(list, items, this.hookContext());
+        const append = this.hooks?.append;
+        if (append) {
+          const given = items;
+          items = this.hook(() => append(list, given, this.hookContext()));
+        }
+        this.charge(items.length * HEAP_COST.element);
         for (const v of items) {
           if (v === list) this.fail('malformed', 'a list cannot contain itself');
           list.push(v);
@@ -544,6 +703,7 @@ class Reader {
       case Op.ADDITEMS: {
         const items = this.popMark();
         const set = this.mutable(this.top(), 'set') as PySet;
+        this.charge(items.length * HEAP_COST.element);
         for (const v of items) set.items.push(this.key(v) as PickleValue);
         return;
       }
@@ -610,6 +770,8 @@ class Reader {
         );
       this.fail('bad-memo', `memo index ${idx} was never stored`);
     }
+    // share() charges the new reference: a number for every slot it reaches, a container
+    // like a copy of its slots, so what a hook gives back was always charged first.
     this.push(this.share(v));
   }
 
@@ -617,10 +779,17 @@ class Reader {
     if (this.memo.size >= this.limits.maxMemo && !this.memo.has(idx)) {
       this.fail('limit', `more than ${this.limits.maxMemo} memo entries`);
     }
-    if (!this.memo.has(idx)) this.memoCount++;
+    if (!this.memo.has(idx)) {
+      this.memoCount++;
+      this.charge(HEAP_COST.memoEntry);
+    }
+    const old = this.memo.get(idx);
+    if (this.hooks && old !== undefined && isContainer(old)) (old as Counted)[MEMO_HOLDS] = ((old as Counted)[MEMO_HOLDS] ?? 1) - 1;
     const v = this.top();
     this.memo.set(idx, v);
-    if (this.hooks?.memoized && isContainer(v)) this.hooks.memoized(v, idx);
+    if (this.hooks && isContainer(v)) (v as Counted)[MEMO_HOLDS] = ((v as Counted)[MEMO_HOLDS] ?? 0) + 1;
+    const memoized = this.hooks?.memoized;
+    if (memoized && isContainer(v)) this.hook(() => memoized(v, idx));
   }
 
   private memoIndex(s: string): number {
@@ -778,4 +947,38 @@ function checkShape(
       parent.below = Math.max(parent.below, depth);
     }
   }
+}
+
+// A streaming read counts, on each container, the references beyond its first (GET, DUP)
+// not dropped yet (-1 once every one was) and the memo entries holding it. Symbol-keyed
+// properties: walkers of the value (for-of, Map iteration) never see them.
+const EXTRA_REFS = Symbol('extraRefs');
+const MEMO_HOLDS = Symbol('memoHolds');
+type Counted = Container & { [EXTRA_REFS]?: number; [MEMO_HOLDS]?: number };
+
+/** A container's own estimated heap bytes (its slots; what it holds is counted apart). */
+function shallowCost(c: Container): number {
+  if (Array.isArray(c)) return HEAP_COST.list + c.length * HEAP_COST.element;
+  if (c instanceof Map) return HEAP_COST.dict + c.size * HEAP_COST.dictEntry;
+  if (c instanceof PyTuple) return HEAP_COST.tuple + c.items.length * 8;
+  return HEAP_COST.set + c.items.length * HEAP_COST.element;
+}
+
+const heapNumberCost = (v: PickleValue): number =>
+  typeof v !== 'number' || (Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31) ? 0 : HEAP_COST.heapNumber;
+
+/** The heap numbers a container's slots hold (values only: dict keys are rarely numbers). */
+function numbersIn(c: Container): number {
+  let n = 0;
+  for (const v of Array.isArray(c) ? c : c instanceof Map ? c.values() : c.items) n += heapNumberCost(v);
+  return n;
+}
+
+/** A scalar's estimated heap bytes: 0 for what V8 keeps in the slot itself (small ints, booleans, None). */
+function scalarCost(v: PickleValue): number {
+  if (typeof v === 'string') return HEAP_COST.string + 2 * v.length;
+  if (typeof v === 'number') return heapNumberCost(v);
+  if (typeof v === 'bigint') return HEAP_COST.bigint + 8 * Math.ceil(v.toString(16).length / 16);
+  if (v instanceof Uint8Array) return HEAP_COST.bytes + v.length;
+  return 0;
 }
