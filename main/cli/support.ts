@@ -5,6 +5,7 @@ import type { CliIO } from './io';
 import { UsageError } from './io';
 import { formatBytes, table } from './format';
 import { loadAddon } from '../addon/load';
+import { verdictLine } from '../contract/verdict';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
@@ -128,6 +129,8 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   const s = meta.summary;
   const lines = [`run ${meta.id}  "${meta.name}"  ${meta.status}  on ${meta.device}`];
   if (!s) return lines.join('\n') + '\n';
+  // The answer first: fits, or what it needs and how much is missing.
+  if (s.verdict) lines.push(verdictLine(s.verdict));
   const readings = Object.entries(s.readings);
   if (readings.length)
     lines.push(
@@ -166,6 +169,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
       `largest category: ${s.oom.dominant.category} ${formatBytes(s.oom.dominant.bytes)}; reserved but unallocated ${formatBytes(s.oom.reserved_unallocated)}`,
     );
     if (whole) lines.push(`at the OOM: ${wholeCard(s.oom.reserved, whole).replace('peak reserved', 'reserved')}`);
+    if (s.oom.suggestions.length) lines.push('changes the simulator found to fit, cheapest first:');
     for (const tip of s.oom.suggestions) lines.push(`  try ${tip}`);
   }
   if (s.error) lines.push('', `error: ${s.error}`);
