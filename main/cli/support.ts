@@ -107,6 +107,8 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     name: meta.name,
     status: meta.status,
     device: meta.device,
+    // The answer first: fits, or what it needs on the card and the shortfall (margin < 0).
+    verdict: s?.verdict ?? null,
     readings: s?.readings ?? {},
     oom: s?.oom ?? null,
     error: s?.error ?? null,

@@ -211,6 +211,8 @@ function remedy(c: Candidate, spec: Spec, o: NativeOutcome, card: { total: numbe
 /** The smallest simulated preset larger than this card on which the spec completes (tried in
  *  order of size, from the first whose total covers what the job needs). */
 async function largerCard(native: NativeAddon, spec: Spec, total: number, needs: number, opts: RemedyOptions): Promise<Remedy | null> {
+  // A job that needs no more than this card (the spec's cap, or fragmentation, stopped it) needs no other card.
+  if (needs <= total) return null;
   const presets = native
     .listDevices()
     .filter((d) => d.kind === 'sim' && d.total > total && d.total >= needs)
