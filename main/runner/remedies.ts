@@ -9,7 +9,7 @@ import { makeVerdict, REMEDY_COSTS, type Remedy, type RemediesResult, type Remed
 import { formatBytes } from '../contract/units';
 import { cardMemory } from './card_memory';
 import { simDevice } from './predict_device';
-import { simulate, UNBOUNDED_DEVICE } from './simulate';
+import { simulate, simulateUnbounded } from './simulate';
 
 export interface Requirement {
   verdict: Verdict;
@@ -30,7 +30,7 @@ export async function requirementOf(
   const card = cardMemory(native, spec.device);
   if (outcome.status === 'done') return { verdict: makeVerdict(true, outcome.peak_reserved, card, spec.capacity), outcome };
   if (outcome.status !== 'oom') return null;
-  const unbounded = await simulate(native, spec, UNBOUNDED_DEVICE, signal, running);
+  const unbounded = await simulateUnbounded(native, spec, signal, running);
   if (unbounded.status !== 'done') return null;
   return { verdict: makeVerdict(false, unbounded.peak_reserved, card, spec.capacity), outcome: unbounded };
 }
@@ -184,7 +184,10 @@ export async function checkRemedies(native: NativeAddon, spec: Spec, opts: Remed
       continue;
     }
     if (c.id.startsWith('accum_')) accumFound = true;
-    remedies.push(remedy(c, checked.spec, o, card, baseTime));
+    // Step time is compared on one device (the unbounded one, where the spec itself completes):
+    // the card's own time model would time the changed spec against a run that stopped early.
+    const timed = await simulateUnbounded(native, checked.spec, opts.signal, opts.running);
+    remedies.push(remedy(c, checked.spec, o, card, timed.status === 'done' ? timed.sim_time_ms : null, baseTime));
   }
   const larger = await largerCard(native, spec, card.total, need.verdict.on_card, opts);
   if (larger) remedies.push(larger);
@@ -193,8 +196,15 @@ export async function checkRemedies(native: NativeAddon, spec: Spec, opts: Remed
   return { verdict: need.verdict, parameters: need.outcome.num_parameters, remedies, rejected };
 }
 
-function remedy(c: Candidate, spec: Spec, o: NativeOutcome, card: { total: number; context: number }, baseTime: number | null): Remedy {
-  const ratio = o.sim_time_ms !== null && baseTime ? o.sim_time_ms / baseTime : null;
+function remedy(
+  c: Candidate,
+  spec: Spec,
+  o: NativeOutcome,
+  card: { total: number; context: number },
+  time: number | null,
+  baseTime: number | null,
+): Remedy {
+  const ratio = time !== null && baseTime ? time / baseTime : null;
   return {
     id: c.id,
     label: c.label,

@@ -5,8 +5,10 @@ import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types
 import { engineSpec, type Spec } from '../contract/spec';
 import { MAX_DEVICE_BYTES } from '../contract/limits';
 
-/** A device far larger than any spec may need (1 PiB), for what a job needs past an OOM. */
-export const UNBOUNDED_DEVICE = `sim:custom:${MAX_DEVICE_BYTES}`;
+/** Devices far larger than a job needs, tried in order for what it needs past an OOM: 1 TiB
+ *  first, since expandable segments reserve address space in proportion to the device and a
+ *  device near the 1 PiB limit runs out of it; larger only for a job that needs more. */
+export const UNBOUNDED_DEVICES = [`sim:custom:${2 ** 40}`, `sim:custom:${2 ** 44}`, `sim:custom:${MAX_DEVICE_BYTES}`];
 
 export class SimCancelled extends Error {
   constructor() {
@@ -39,12 +41,7 @@ export function simulate(
     };
     try {
       handle = native.startRun(
-        // Unbounded: no cap either, or the cap would stop it where the card's limit did.
-        {
-          kind: 'experiment',
-          spec: { ...engineSpec(spec), device, history: false, ...(device === UNBOUNDED_DEVICE ? { capacity: null } : {}) },
-          options: { sample_every: 0 },
-        },
+        { kind: 'experiment', spec: { ...engineSpec(spec), device, history: false }, options: { sample_every: 0 } },
         () => {
           if (scheduled) return;
           scheduled = true;
@@ -58,4 +55,20 @@ export function simulate(
     running?.add(handle);
     signal?.addEventListener('abort', cancel, { once: true });
   });
+}
+
+/** The spec run to its end on a device larger than it needs, without its capacity cap (or the
+ *  cap would stop it where the card did): the peak it needs. */
+export async function simulateUnbounded(
+  native: NativeAddon,
+  spec: Spec,
+  signal?: AbortSignal,
+  running?: Set<NativeRunHandle>,
+): Promise<NativeOutcome> {
+  let o: NativeOutcome | null = null;
+  for (const device of UNBOUNDED_DEVICES) {
+    o = await simulate(native, { ...spec, capacity: null }, device, signal, running);
+    if (o.status !== 'oom') return o;
+  }
+  return o!;
 }

@@ -7,7 +7,10 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../helpers/addon';
 import { parseSpec } from '../../main/contract/spec';
-import { simulate, UNBOUNDED_DEVICE } from '../../main/runner/simulate';
+import { simulate } from '../../main/runner/simulate';
+
+/** A device far larger than these jobs need (a sim:custom device has no context of its own). */
+const UNBOUNDED = 'sim:custom:1TiB';
 import { cardMemory } from '../../main/runner/card_memory';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-remedies-'));
@@ -32,7 +35,7 @@ const GPT = { model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 512, depth: 4,
 describe('vramlab remedies', () => {
   it('says what an OOM spec needs and lists only changes that fit on its card', async () => {
     const spec = parseSpec(GPT);
-    const unbounded = await simulate(native, spec, UNBOUNDED_DEVICE);
+    const unbounded = await simulate(native, spec, UNBOUNDED);
     const own = await simulate(native, spec, spec.device);
     expect(own.status).toBe('oom');
     const card = cardMemory(native, spec.device);

@@ -6,7 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { native } from '../helpers/addon';
 import { Predictor } from '../../main/runner/predict';
 import { checkRemedies } from '../../main/runner/remedies';
-import { simulate, UNBOUNDED_DEVICE } from '../../main/runner/simulate';
+import { simulate } from '../../main/runner/simulate';
+
+/** A device far larger than these jobs need (a sim:custom device has no context of its own). */
+const UNBOUNDED = 'sim:custom:1TiB';
 import { cardMemory } from '../../main/runner/card_memory';
 import { checkSpec, parseSpec, type SpecInput } from '../../main/contract/spec';
 import { verdictLine } from '../../main/contract/verdict';
@@ -20,7 +23,7 @@ describe('the verdict', () => {
     const spec = parseSpec(TINY_LORA_24GB);
     const p = await new Predictor(native).predict(spec);
     expect(p.status).toBe('oom');
-    const unbounded = await simulate(native, spec, UNBOUNDED_DEVICE);
+    const unbounded = await simulate(native, spec, UNBOUNDED);
     expect(unbounded.status).toBe('done');
     const card = cardMemory(native, spec.device);
     expect(p.verdict).toMatchObject({
@@ -35,6 +38,15 @@ describe('the verdict', () => {
     expect(p.parameters).toBe(unbounded.num_parameters);
     expect(p.parameters).toBeGreaterThan(1e9);
     expect(verdictLine(p.verdict!)).toMatch(/^does not fit: needs \d+\.\d\d GiB on the card: short by \d+\.\d\d GiB$/);
+  });
+
+  it('reports the requirement with expandable segments too (they reserve address space by device size)', async () => {
+    const spec = parseSpec({ ...TINY_LORA_24GB, alloc_conf: 'expandable_segments:True' });
+    const p = await new Predictor(native).predict(spec);
+    expect(p.status).toBe('oom');
+    const unbounded = await simulate(native, spec, UNBOUNDED);
+    expect(unbounded.status).toBe('done');
+    expect(p.verdict!.on_card).toBe(unbounded.peak_reserved + p.context);
   });
 
   it('says a spec that fits fits, with its headroom on the whole card', async () => {
