@@ -33,7 +33,8 @@ export function verdictLine(v: Verdict): string {
   if (v.margin >= 0)
     // Needs no more than the card, yet the allocator ran out: cached blocks in the wrong sizes.
     return `does not fit: needs ${formatBytes(v.on_card)} on the card of ${of}, yet the allocator ran out (fragmentation)`;
-  return `does not fit: needs ${formatBytes(v.on_card)} on the card: short by ${formatBytes(-v.margin)}`;
+  const cap = v.limit < v.total ? ` under the cap (${formatBytes(v.limit)} with the context)` : '';
+  return `does not fit: needs ${formatBytes(v.on_card)} on the card: short by ${formatBytes(-v.margin)}${cap}`;
 }
 
 /** What a remedy costs, cheapest first: free settings, then recompute or smaller steps, then
