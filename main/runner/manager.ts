@@ -46,6 +46,7 @@ interface Active {
 
 export class RunManager {
   private readonly active = new Map<string, Active>();
+  private judging = new AbortController();
 
   constructor(
     private readonly native: NativeAddon,
@@ -156,6 +157,9 @@ export class RunManager {
 
   cancelAll(): void {
     for (const id of this.active.keys()) this.cancel(id);
+    // The simulations that judge finished runs (requirement, remedies) stop too.
+    this.judging.abort();
+    this.judging = new AbortController();
   }
 
   activeRuns(): string[] {
@@ -166,13 +170,14 @@ export class RunManager {
    *  and, when `advise`, the checked remedies as the OOM's suggestions. */
   private async judge(spec: Spec, outcome: NativeOutcome, summary: RunSummary, advise: boolean): Promise<void> {
     if (outcome.status !== 'done' && outcome.status !== 'oom') return;
-    const need = await orNull(requirementOf(this.native, spec, { ...outcome, peak_reserved: summary.peak_reserved }));
+    const signal = this.judging.signal;
+    const need = await orNull(requirementOf(this.native, spec, { ...outcome, peak_reserved: summary.peak_reserved }, signal));
     if (!need) return;
     summary.verdict = need.verdict;
     summary.parameters = need.outcome.num_parameters;
     summary.trainable_parameters = need.outcome.trainable_parameters;
     if (!summary.oom || !advise) return;
-    const checked = await orNull(checkRemedies(this.native, spec));
+    const checked = await orNull(checkRemedies(this.native, spec, { signal }));
     if (checked) summary.oom.suggestions = checked.remedies.map(remedyLine);
   }
 

@@ -1,7 +1,7 @@
 // `vramlab remedies` and the verdict in `vramlab run`: a second process through the built CLI
 // (dist/cli.cjs, `npm run build:main`), against the simulator in this process.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -65,5 +65,18 @@ describe('vramlab remedies', () => {
     const json = JSON.parse((await cli(['run', specFile(GPT), '--json'])).out);
     expect(json.verdict.fits).toBe(false);
     expect(json.parameters).toBeGreaterThan(0);
+    // The summary CSV carries the verdict and the real parameter count too.
+    const csvFile = path.join(dir, 'summary.csv');
+    expect((await cli(['runs', 'export-summary', json.id, '--csv', csvFile])).code).toBe(0);
+    const [header, row] = readFileSync(csvFile, 'utf8')
+      .trim()
+      .split(/\r?\n/)
+      .map((l) => l.split(','));
+    const cell = (k: string) => row[header.indexOf(k)];
+    expect(cell('fits')).toBe('false');
+    expect(Number(cell('on_card_bytes'))).toBe(json.verdict.on_card);
+    expect(Number(cell('margin_bytes'))).toBe(json.verdict.margin);
+    expect(Number(cell('margin_bytes'))).toBeLessThan(0);
+    expect(Number(cell('parameters'))).toBe(json.parameters);
   }, 60_000);
 });
