@@ -8,6 +8,7 @@ import run from './commands/run';
 import sweep from './commands/sweep';
 import fit from './commands/fit';
 import fixes from './commands/fixes';
+import remedies from './commands/remedies';
 import runs from './commands/runs';
 import { clipText, quote } from '../contract/echo';
 
@@ -22,6 +23,7 @@ export const commands: Record<string, { run: Command; summary: string }> = {
   run: { run, summary: 'run an experiment spec (JSON) and keep it in the run store' },
   sweep: { run: sweep, summary: 'run a spec once per value of one parameter' },
   fit: { run: fit, summary: 'find the largest batch size that fits on the device' },
+  remedies: { run: remedies, summary: 'does it fit, and which simulated changes make it fit (cheapest first)' },
   fixes: { run: fixes, summary: 'compare the usual fixes for varying sequence lengths (reserved creep, late OOM)' },
   runs: { run: runs, summary: 'list, show, export, rename, delete and compare stored runs' },
 };

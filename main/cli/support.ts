@@ -6,6 +6,7 @@ import { UsageError } from './io';
 import { formatBytes, table } from './format';
 import { clipText } from '../contract/echo';
 import { loadAddon } from '../addon/load';
+import { verdictLine } from '../contract/verdict';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
@@ -116,6 +117,8 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     name: meta.name,
     status: meta.status,
     device: meta.device,
+    // The answer first: fits, or what it needs on the card and the shortfall (margin < 0).
+    verdict: s?.verdict ?? null,
     readings: s?.readings ?? {},
     oom: s?.oom ?? null,
     error: s?.error ?? null,
@@ -138,6 +141,8 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   const s = meta.summary;
   const lines = [`run ${meta.id}  "${meta.name}"  ${meta.status}  on ${meta.device}`];
   if (!s) return lines.join('\n') + '\n';
+  // The answer first: fits, or what it needs and how much is missing.
+  if (s.verdict) lines.push(verdictLine(s.verdict));
   const readings = Object.entries(s.readings);
   if (readings.length)
     lines.push(
@@ -176,6 +181,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
       `largest category: ${s.oom.dominant.category} ${formatBytes(s.oom.dominant.bytes)}; reserved but unallocated ${formatBytes(s.oom.reserved_unallocated)}`,
     );
     if (whole) lines.push(`at the OOM: ${wholeCard(s.oom.reserved, whole).replace('peak reserved', 'reserved')}`);
+    if (s.oom.suggestions.length) lines.push('changes the simulator found to fit, cheapest first:');
     for (const tip of s.oom.suggestions) lines.push(`  try ${tip}`);
   }
   if (s.error) lines.push('', `error: ${s.error}`);

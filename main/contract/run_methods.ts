@@ -3,6 +3,7 @@
 // `run.error` (RunErrorEvent), each sent only to the run's subscribers (run.subscribe).
 import { z } from 'zod';
 import type { CompareRow, FitResult, FixesResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
+import type { RemediesResult } from './verdict';
 import { SpecSchema, LIMITS } from './spec';
 import { SWEEP_PARAMS, FIT_PARAMS } from './sweep_params';
 
@@ -22,6 +23,9 @@ export const runMethods = {
   /** The spec run on the simulated device of its card, without history or samples: the exact
    * peak before running. A newer request on the same channel cancels the one in flight. */
   'run.predict': { params: z.strictObject({ spec: SpecSchema, channel: z.string().max(64).optional() }) },
+  /** Candidate changes (allocator settings, checkpointing, accumulation, LoRA, bf16, a larger
+   * card) each simulated on the spec's card; those that fit, cheapest first (runner/remedies.ts). */
+  'run.remedies': { params: z.strictObject({ spec: SpecSchema }) },
   'runs.list': { params: z.undefined().or(z.strictObject({ group: z.string().max(64).optional() })) },
   'runs.get': { params: z.strictObject({ id: runId }) },
   'runs.rename': { params: z.strictObject({ id: runId, name: z.string().min(1).max(200) }) },
@@ -62,6 +66,7 @@ export interface RunResults {
   'run.subscribe': { subscribed: boolean };
   'run.cancel': { cancelled: boolean };
   'run.predict': Prediction;
+  'run.remedies': RemediesResult;
   'runs.list': RunMeta[];
   'runs.get': RunRecord;
   'runs.rename': RunMeta;

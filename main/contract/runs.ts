@@ -1,6 +1,7 @@
 // What a run produces, as the store keeps it and the wire carries it: memory samples,
 // phase markers, allocator events, the summary (readings, peaks, parameters, OOM diagnosis).
 import type { Spec } from './spec';
+import type { Verdict } from './verdict';
 
 /** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated).
  * Transformer activations are split by the layer that made them; kv_cache is generation's. */
@@ -80,6 +81,8 @@ export interface OomReport {
   capacity: number;
   by_category: Record<Category, number>;
   dominant: { category: Category; bytes: number; share: number };
+  /** Changes the simulator ran and found to fit, cheapest first (remedyLine); empty for runs
+   *  inside a sweep or fit, and for runs stored before these were checked, unchecked advice. */
   suggestions: string[];
 }
 
@@ -118,6 +121,9 @@ export interface RunSummary {
    *  (DeviceInfo.context): nvidia-smi shows peak_reserved + context. Absent in runs stored before. */
   context?: number;
   oom: OomReport | null;
+  /** Fits or not on the whole card; after an OOM what the spec needs (run on an unbounded
+   *  device) and the shortfall. Absent in runs stored before, and in fit's probes. */
+  verdict?: Verdict;
   error: string | null;
   samples: number;
   events: number;
@@ -201,6 +207,9 @@ export interface Prediction {
   message: string | null;
   /** Wall time of the simulation, ms. */
   duration_ms: number;
+  /** Fits or not, on the whole card; for an OOM what the spec needs (run on an unbounded
+   *  device) and the shortfall. Null when cancelled or the engine refused the spec. */
+  verdict: Verdict | null;
 }
 
 export interface SweepResult {

@@ -12,6 +12,10 @@ const OUTCOME_COLUMNS = [
   'sdpa_backend',
   'oom',
   'oom_requested_bytes',
+  'fits',
+  'on_card_bytes',
+  'card_limit_bytes',
+  'margin_bytes',
 ] as const;
 
 export function summaryCsv(runs: readonly RunMeta[]): string {
@@ -42,6 +46,11 @@ export function summaryCsv(runs: readonly RunMeta[]): string {
       s?.sdpa_backend ?? null,
       s ? s.oom !== null : null,
       s?.oom?.requested ?? null,
+      // The verdict: on the card (needed, after an OOM) and headroom (negative: the shortfall).
+      s?.verdict?.fits ?? null,
+      s?.verdict?.on_card ?? null,
+      s?.verdict?.limit ?? null,
+      s?.verdict?.margin ?? null,
       ...keys.map((k) => s?.readings[k] ?? null),
     ];
   });

@@ -1,7 +1,7 @@
 // Runs experiments: validates the spec, opens the run in the store, starts the native
 // worker thread, and fans its batches out to the store (a bounded timeline: store/decimate.ts)
 // and to listeners (run.progress, batched per frame). The event loop only ever sees batches.
-import { CATEGORIES, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
+import { CATEGORIES, type RunSummary, type RunEvent, type RunGroup, type RunMeta, type RunProgress } from '../contract/runs';
 import { engineSpec, type Spec } from '../contract/spec';
 import type { NativeAddon, NativeEventBatch, NativeJob, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { RunStore } from '../store/store';
@@ -9,6 +9,8 @@ import type { RunWriter } from '../store/writer';
 import { describeError } from '../host/errors';
 import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
+import { checkRemedies, requirementOf } from './remedies';
+import { remedyLine } from '../contract/verdict';
 import { EventThinner, SampleDecimator } from '../store/decimate';
 import type { CardMemory } from '../contract/card';
 import { cardMemory } from './card_memory';
@@ -44,6 +46,7 @@ interface Active {
 
 export class RunManager {
   private readonly active = new Map<string, Active>();
+  private judging = new AbortController();
 
   constructor(
     private readonly native: NativeAddon,
@@ -118,7 +121,11 @@ export class RunManager {
           failure ??= `runner: ${describeError(err)}`;
         }
         const outcome = failure ? { ...batch.outcome, status: 'error' as const, error: failure } : batch.outcome;
-        void this.finish(spec, writer, outcome, tracker, keepEvents).then(resolveDone);
+        // After an OOM: what the job needs (fit's probes only ask whether it fits), and with no
+        // sweep or fit around it, the remedies that the simulator finds to fit.
+        const verdict = !opts.job && opts.group?.kind !== 'fit';
+        const advise = verdict && !opts.group;
+        void this.finish(spec, writer, outcome, tracker, keepEvents, { verdict, advise }).then(resolveDone);
       }
     };
     const onWake = () => {
@@ -150,17 +157,43 @@ export class RunManager {
 
   cancelAll(): void {
     for (const id of this.active.keys()) this.cancel(id);
+    // The simulations that judge finished runs (requirement, remedies) stop too.
+    this.judging.abort();
+    this.judging = new AbortController();
   }
 
   activeRuns(): string[] {
     return [...this.active.keys()];
   }
 
-  private async finish(spec: Spec, writer: RunWriter, outcome: NativeOutcome, tracker: PeakTracker, kept: EventThinner): Promise<RunMeta> {
+  /** The verdict on the card; after an OOM the requirement (the real parameter counts with it)
+   *  and, when `advise`, the checked remedies as the OOM's suggestions. */
+  private async judge(spec: Spec, outcome: NativeOutcome, summary: RunSummary, advise: boolean): Promise<void> {
+    if (outcome.status !== 'done' && outcome.status !== 'oom') return;
+    const signal = this.judging.signal;
+    const need = await orNull(requirementOf(this.native, spec, { ...outcome, peak_reserved: summary.peak_reserved }, signal));
+    if (!need) return;
+    summary.verdict = need.verdict;
+    summary.parameters = need.outcome.num_parameters;
+    summary.trainable_parameters = need.outcome.trainable_parameters;
+    if (!summary.oom || !advise) return;
+    const checked = await orNull(checkRemedies(this.native, spec, { signal }));
+    if (checked) summary.oom.suggestions = checked.remedies.map(remedyLine);
+  }
+
+  private async finish(
+    spec: Spec,
+    writer: RunWriter,
+    outcome: NativeOutcome,
+    tracker: PeakTracker,
+    kept: EventThinner,
+    check: { verdict: boolean; advise: boolean },
+  ): Promise<RunMeta> {
     let meta: RunMeta;
     let message: string | null = null;
     try {
       const summary = summarize(spec, outcome, tracker);
+      if (check.verdict) await this.judge(spec, outcome, summary, check.advise);
       if (spec.history) summary.history = kept.history();
       try {
         meta = await writer.finish(summary.status, summary);
@@ -176,6 +209,15 @@ export class RunManager {
     if (meta.status === 'error') quietly(() => this.events.error?.(meta.id, message ?? meta.summary?.error ?? 'run failed', meta));
     else quietly(() => this.events.done?.(meta));
     return meta;
+  }
+}
+
+/** A simulation after the run failed for its own reasons: the run keeps its result without it. */
+async function orNull<T>(p: Promise<T>): Promise<T | null> {
+  try {
+    return await p;
+  } catch {
+    return null;
   }
 }
 

@@ -144,6 +144,7 @@ export function registerRunMethods(
   host.register('run.predict', ({ spec, channel }, { client }) =>
     predictor.predict(spec, `${client.id}\u0000${channel ?? ''}`, client.signal),
   );
+  host.register('run.remedies', ({ spec }, { client }) => predictor.remedies(spec, client.signal));
   host.register('runs.list', async (p) => {
     const all = await (await store()).list();
     return p?.group ? all.filter((m) => m.group?.id === p.group) : all;

@@ -1,21 +1,19 @@
 // The prediction: the spec run to the end on the simulated device of its card, without
 // history or memory samples, so the panel can show the exact peak while the user types.
 // The same engine and allocator as the run, so the numbers are the run's.
+// An OOM is run again on an unbounded device for what the job needs (the verdict).
 import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types';
 import type { Prediction } from '../contract/runs';
-import { engineSpec, type Spec } from '../contract/spec';
+import type { Spec } from '../contract/spec';
 import type { CardMemory } from '../contract/card';
+import type { RemediesResult } from '../contract/verdict';
 import { cardMemory } from './card_memory';
 import { CancelledError, type WorkSlots } from './slots';
+import { simDevice } from './predict_device';
+import { SimCancelled, simulate } from './simulate';
+import { checkRemedies, requirementOf } from './remedies';
 
-/** The simulated twin of a device: itself for sim:*; for cuda:N a device whose allocator gets
- *  what the card leaves beside its context (a sim:custom size has no context of its own). */
-export function simDevice(native: NativeAddon, device: string): string {
-  if (!device.startsWith('cuda:')) return device;
-  const d = native.listDevices().find((x) => x.id === device);
-  if (!d?.total) throw new Error(`no CUDA device ${device} here to predict for (see 'vramlab devices')`);
-  return `sim:custom:${d.total - d.context}`;
-}
+export { simDevice };
 
 export class Predictor {
   /** The latest request per channel: a newer one cancels it, queued or running. */
@@ -57,37 +55,26 @@ export class Predictor {
     }
   }
 
-  private simulate(spec: Spec, device: string, card: CardMemory, capacity: number, signal: AbortSignal): Promise<Prediction> {
-    if (signal.aborted) return Promise.resolve(cancelled(device, card, capacity));
-    return new Promise((resolve, reject) => {
-      let handle: NativeRunHandle | null = null;
-      let scheduled = false;
-      const cancel = () => handle?.cancel();
-      const pump = () => {
-        scheduled = false;
-        if (!handle) return;
-        const batch = handle.drain();
-        if (!batch.outcome) return;
-        this.running.delete(handle);
-        signal.removeEventListener('abort', cancel);
-        resolve(toPrediction(batch.outcome, device, card, capacity));
-      };
-      try {
-        handle = this.native.startRun(
-          { kind: 'experiment', spec: { ...engineSpec(spec), device, history: false }, options: { sample_every: 0 } },
-          () => {
-            if (scheduled) return;
-            scheduled = true;
-            setImmediate(pump);
-          },
-        );
-      } catch (err) {
-        reject(err);
-        return;
-      }
-      this.running.add(handle);
-      signal.addEventListener('abort', cancel, { once: true });
-    });
+  private async simulate(spec: Spec, device: string, card: CardMemory, capacity: number, signal: AbortSignal): Promise<Prediction> {
+    try {
+      const o = await simulate(this.native, spec, device, signal, this.running);
+      const need = await requirementOf(this.native, spec, o, signal, this.running);
+      return toPrediction(o, device, card, capacity, need);
+    } catch (err) {
+      if (err instanceof SimCancelled) return cancelled(device, card, capacity);
+      throw err;
+    }
+  }
+
+  /** Every candidate change simulated on the spec's card; those that fit, cheapest first.
+   *  Holds one prediction slot for the lot; `signal` aborts it (the client went away). */
+  async remedies(spec: Spec, signal?: AbortSignal): Promise<RemediesResult> {
+    const release = this.slots ? await this.slots.acquire(signal) : () => {};
+    try {
+      return await checkRemedies(this.native, spec, { signal, running: this.running });
+    } finally {
+      release();
+    }
   }
 
   cancelAll(): void {
@@ -113,10 +100,17 @@ function cancelled(device: string, card: CardMemory, capacity: number): Predicti
     trainable_parameters: 0,
     message: 'superseded or abandoned before it ran',
     duration_ms: 0,
+    verdict: null,
   };
 }
 
-function toPrediction(o: NativeOutcome, device: string, card: CardMemory, capacity: number): Prediction {
+function toPrediction(
+  o: NativeOutcome,
+  device: string,
+  card: CardMemory,
+  capacity: number,
+  need: { verdict: Prediction['verdict']; outcome: NativeOutcome } | null,
+): Prediction {
   return {
     status: o.status,
     device,
@@ -127,9 +121,11 @@ function toPrediction(o: NativeOutcome, device: string, card: CardMemory, capaci
     total: card.total,
     context: card.context,
     readings: Object.fromEntries(o.readings),
-    parameters: o.num_parameters,
-    trainable_parameters: o.trainable_parameters,
+    // An OOM can stop before the model is counted: the unbounded run's counts are the model's.
+    parameters: need?.outcome.num_parameters ?? o.num_parameters,
+    trainable_parameters: need?.outcome.trainable_parameters ?? o.trainable_parameters,
     message: o.oom?.message ?? o.error,
-    duration_ms: o.duration_ms,
+    duration_ms: o.duration_ms + (need && need.outcome !== o ? need.outcome.duration_ms : 0),
+    verdict: need?.verdict ?? null,
   };
 }

@@ -94,7 +94,7 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     trainable_parameters: outcome.trainable_parameters,
     sdpa_backend: outcome.sdpa_backend,
     context: outcome.context ?? 0,
-    oom: outcome.oom ? diagnoseOom(outcome.oom, spec) : null,
+    oom: outcome.oom ? diagnoseOom(outcome.oom) : null,
     error: outcome.error,
     samples: tracker.samples,
     events: tracker.events,

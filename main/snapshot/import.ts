@@ -5,7 +5,7 @@ import { snapshotFromPickle } from './from_pickle';
 import type { Frames, Snapshot } from './model';
 import { streamSnapshotBuffer, streamSnapshotBufferSliced, streamSnapshotFile, type LoadOptions } from './stream_load';
 import { windowStart, type WindowStart } from './window_start';
-import { readPickle, readPickleFile, type ReadOptions, type SliceOptions } from './pickle/reader';
+import { readPickleFile, type ReadOptions, type SliceOptions } from './pickle/reader';
 
 export { SnapshotFormatError } from './from_pickle';
 export { PickleError } from './pickle/errors';

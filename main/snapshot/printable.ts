@@ -3,8 +3,10 @@
 // Every C0 control, DEL and every C1 control (U+0080-U+009F, which some terminals obey
 // as escapes too) becomes U+FFFD before such text is shown anywhere.
 
+// eslint-disable-next-line no-control-regex -- matching control characters is this file's job
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 /** The same, but keeping newline and tab: for whole lines of output. */
+// eslint-disable-next-line no-control-regex -- as above
 const CONTROLS_BUT_LAYOUT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** One string from a snapshot (a frame, a file name): no control character survives. */

@@ -16,6 +16,7 @@ const CLEAR = '\u001b[2J\u001b[H';
 const TITLE = '\u001b]0;owned\u0007';
 const C1_CSI = '\u009b31m';
 /** Any C0 control but newline, DEL, or a C1 control. */
+// eslint-disable-next-line no-control-regex -- the test looks for raw control characters
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
 const dict = (o: Record<string, PickleValue>) => new Map<string, PickleValue>(Object.entries(o));

@@ -17,4 +17,6 @@ export const api = {
   startFit: (t: Transport, spec: SpecInput, param: FitParam = 'batch') => call(t, 'fit.start', { spec, param }),
   /** The spec simulated on its card; a newer request on the same channel cancels an older one. */
   predict: (t: Transport, spec: SpecInput, channel?: string) => call(t, 'run.predict', channel ? { spec, channel } : { spec }),
+  /** Candidate changes simulated on the spec's card: those that fit, cheapest first. */
+  remedies: (t: Transport, spec: SpecInput) => call(t, 'run.remedies', { spec }),
 };
