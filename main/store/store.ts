@@ -219,7 +219,8 @@ function sanitizeName(name: string | undefined): string {
 }
 
 function defaultName(spec: Spec): string {
-  return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
+  const par = spec.parallel ? ` ${spec.parallel.kind} x${spec.parallel.world}` : '';
+  return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}${par}`;
 }
 
 async function sweepTemps(dir: string, graceMs: number): Promise<void> {
