@@ -25,7 +25,12 @@ for (const b of benches) {
   console.log(`\n== ${b}`);
   run(path.join(build, b), [], { env: { ...process.env, VRAMLAB_SOURCE_DIR: root } });
 }
-for (const script of ['bench/engine/fit_time.mjs', 'bench/ui/framerate.mjs', 'bench/snapshot/bench_large.mjs']) {
+for (const script of [
+  'bench/engine/fit_time.mjs',
+  'bench/engine/world_cost.mjs',
+  'bench/ui/framerate.mjs',
+  'bench/snapshot/bench_large.mjs',
+]) {
   if (existsSync(path.join(root, script)) && wanted(script)) {
     console.log(`\n== ${script}`);
     run(process.execPath, [script]);
