@@ -29,8 +29,6 @@ struct RunResult {
   // NCCL's device memory per rank outside the caching allocator (held on the simulated
   // device beside the CUDA context, so it counts in what fits); 0 on one GPU.
   int64_t nccl = 0;
-  // Readings PyTorch does not fix (DDP after its bucket rebuild): [low, high] per key.
-  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranges;
 };
 
 // Everything about a spec that can be refused without running it (values, the family's
