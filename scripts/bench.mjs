@@ -28,6 +28,7 @@ for (const b of benches) {
 for (const script of [
   'bench/engine/fit_time.mjs',
   'bench/engine/hf_time.mjs',
+  'bench/engine/world_cost.mjs',
   'bench/ui/framerate.mjs',
   'bench/snapshot/bench_large.mjs',
 ]) {

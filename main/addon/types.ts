@@ -106,6 +106,12 @@ export interface NativeOutcome {
   sdpa_backend: string | null;
   /** The device's bytes outside the allocator (DeviceInfo.context). */
   context: number;
+  /** Data parallel: each rank's readings (rank 0's are `readings`); [] on one GPU. */
+  ranks?: [string, number][][];
+  /** rank_class[r]: the rank whose simulation rank r shares (ranks PyTorch treats alike). */
+  rank_class?: number[];
+  /** NCCL's device memory per rank, outside the allocator (0 on one GPU). */
+  nccl?: number;
   oom: NativeOom | null;
 }
 

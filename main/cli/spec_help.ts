@@ -3,6 +3,8 @@
 import {
   SPEC_FIELDS,
   SHAPE_DRAW_FIELDS,
+  PARALLEL_FIELDS,
+  PARALLEL_KIND_FIELDS,
   FINETUNE_FIELDS,
   MODE_DEFAULTS,
   families,
@@ -65,6 +67,15 @@ export function specHelp(): string {
   );
   lines.push('                              "pad_to", "order": "drawn" | "longest_first"}   lengths drawn per step from the seed');
   lines.push(...fieldLines(SHAPE_DRAW_FIELDS, '    '));
+  lines.push(
+    '  parallel         null       {"kind": "fsdp2" | "ddp", "world": n, ...}   data parallel, batch per rank (ddp: not simulated yet)',
+  );
+  lines.push(...fieldLines(PARALLEL_FIELDS, '    '));
+  for (const [kind, fields] of Object.entries(PARALLEL_KIND_FIELDS)) {
+    lines.push(`    ${kind}:`);
+    lines.push(...fieldLines(fields, '      '));
+  }
+  lines.push('      fsdp2 param_dtype, reduce_dtype: null | "bf16" | "fp16" | "fp32" (MixedPrecisionPolicy)');
   lines.push(
     `  mode defaults:   ${Object.entries(MODE_DEFAULTS)
       .map(([m, d]) => `${m}: ${JSON.stringify(d)}`)

@@ -120,6 +120,7 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     // The answer first: fits, or what it needs on the card and the shortfall (margin < 0).
     verdict: s?.verdict ?? null,
     readings: s?.readings ?? {},
+    ...(s?.ranks ? { ranks: s.ranks, rank_class: s.rank_class ?? [], nccl: s.nccl ?? 0 } : {}),
     oom: s?.oom ?? null,
     error: s?.error ?? null,
     baseline: s?.baseline ?? null,
@@ -144,7 +145,24 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   // The answer first: fits, or what it needs and how much is missing.
   if (s.verdict) lines.push(verdictLine(s.verdict));
   const readings = Object.entries(s.readings);
-  if (readings.length)
+  if (s.ranks && s.ranks.length > 1) {
+    // one column per distinct rank (ranks PyTorch treats alike share a simulation)
+    const cls = s.rank_class ?? s.ranks.map((_, i) => i);
+    const shown = [...new Set(cls)];
+    const head = shown.map((c) => {
+      const members = cls.map((x, r) => (x === c ? r : -1)).filter((r) => r >= 0);
+      return members.length === cls.length
+        ? `every rank (${cls.length})`
+        : `rank ${members.length > 3 ? `${members[0]}..${members[members.length - 1]}` : members.join(',')}`;
+    });
+    lines.push(
+      '',
+      table(
+        ['reading', ...head],
+        readings.map(([k]) => [k, ...shown.map((c) => formatBytes(s.ranks![c]?.[k] ?? 0))]),
+      ).trimEnd(),
+    );
+  } else if (readings.length)
     lines.push(
       '',
       table(
@@ -157,7 +175,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
     `peak allocated ${formatBytes(s.peak_allocated)}  peak reserved ${formatBytes(s.peak_reserved)}  in ${s.duration_ms.toFixed(0)} ms`,
   );
   // What nvidia-smi shows: PyTorch's reserved memory plus the CUDA context and libraries.
-  const whole = s.context !== undefined && card?.total ? { total: card.total, context: s.context } : null;
+  const whole = s.context !== undefined && card?.total ? { total: card.total, context: s.context, nccl: s.nccl ?? 0 } : null;
   if (whole) lines.push(`on the card: ${wholeCard(s.peak_reserved, whole)} (what nvidia-smi shows)`);
   else if (s.context)
     lines.push(

@@ -9,17 +9,27 @@ export interface CardMemory {
   total: number;
   /** Bytes outside PyTorch's allocator (DeviceInfo.context). */
   context: number;
+  /** NCCL's communicator buffers per rank (data parallel), also outside the allocator. */
+  nccl?: number;
 }
+
+export const NCCL_LABEL = 'NCCL buffers';
 
 /** "peak reserved 21.30 GiB + CUDA context 767.00 MiB = 22.05 GiB of 23.55 GiB" */
 export function wholeCard(peakReserved: number, card: CardMemory): string {
-  const used = peakReserved + card.context;
-  if (card.context === 0) return `peak reserved ${formatBytes(peakReserved)} of ${formatBytes(card.total)}`;
-  return `peak reserved ${formatBytes(peakReserved)} + CUDA context ${formatBytes(card.context)} = ${formatBytes(used)} of ${formatBytes(card.total)}`;
+  const nccl = card.nccl ?? 0;
+  const used = peakReserved + card.context + nccl;
+  if (card.context === 0 && nccl === 0) return `peak reserved ${formatBytes(peakReserved)} of ${formatBytes(card.total)}`;
+  return (
+    `peak reserved ${formatBytes(peakReserved)}` +
+    (card.context ? ` + CUDA context ${formatBytes(card.context)}` : '') +
+    (nccl ? ` + NCCL ${formatBytes(nccl)}` : '') +
+    ` = ${formatBytes(used)} of ${formatBytes(card.total)}`
+  );
 }
 
 /** What the allocator may reserve: the spec's cap, and never past total - context. */
 export function allocatorLimit(card: CardMemory, capacity: number | null): number {
-  const usable = Math.max(0, card.total - card.context);
+  const usable = Math.max(0, card.total - card.context - (card.nccl ?? 0));
   return capacity === null ? usable : Math.min(capacity, usable);
 }

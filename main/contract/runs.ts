@@ -120,6 +120,12 @@ export interface RunSummary {
   /** The card's CUDA context and library handles, bytes outside PyTorch's allocator
    *  (DeviceInfo.context): nvidia-smi shows peak_reserved + context. Absent in runs stored before. */
   context?: number;
+  /** Data parallel (spec.parallel): each rank's readings; rank 0's are also `readings`. */
+  ranks?: Record<string, number>[];
+  /** ranks simulated: rank_class[r] is the rank whose simulation rank r shares. */
+  rank_class?: number[];
+  /** NCCL's communicator buffers per rank, outside the allocator beside the context. */
+  nccl?: number;
   oom: OomReport | null;
   /** Fits or not on the whole card; after an OOM what the spec needs (run on an unbounded
    *  device) and the shortfall. Absent in runs stored before, and in fit's probes. */

@@ -18,7 +18,13 @@ import {
   MODEL_KINDS,
   OPTIMIZER_KINDS,
   OPTIMIZER_TABLE,
+  MP_DTYPE_VALUES,
+  PARALLEL_FIELDS,
+  PARALLEL_KINDS,
+  PARALLEL_KIND_FIELDS,
+  SIMULATED_PARALLEL_KINDS,
   SPEC_FIELDS,
+  completeParallel,
   SHAPE_DRAW_FIELDS,
   allowedText,
   familyOf,
@@ -37,6 +43,8 @@ import {
   type ModelSpec,
   type OptimizerInput,
   type OptimizerSpec,
+  type ParallelInput,
+  type ParallelSpec,
 } from './catalogue';
 import { checkSpecLimits } from './limits';
 import {
@@ -103,6 +111,8 @@ export interface Spec {
   device: string;
   capacity: number | null;
   history: boolean;
+  /** Data parallel over `world` ranks (batch is per rank); null: one GPU. */
+  parallel: ParallelSpec | null;
 }
 
 /** A draw as written: batch, steps, seed, pad_to and order may be left to their defaults. */
@@ -120,6 +130,7 @@ export type SpecInput = {
   alloc_conf?: string;
   device?: string;
   capacity?: number | string | null;
+  parallel?: ParallelInput | null;
 };
 
 // ---- field schemas from the catalogue's descriptions -------------------------------
@@ -287,6 +298,22 @@ const Capacity = z.union([z.number(), z.string()], { error: 'must be a size like
   return Math.floor(bytes);
 });
 
+const MpDtype = z.enum(MP_DTYPE_VALUES as unknown as [string, ...string[]], { error: `must be ${orList(MP_DTYPE_VALUES)} or null` });
+const Parallel = z.discriminatedUnion(
+  'kind',
+  [
+    z.strictObject({ kind: z.literal('ddp'), ...optionalFields(PARALLEL_FIELDS), ...optionalFields(PARALLEL_KIND_FIELDS.ddp) }),
+    z.strictObject({
+      kind: z.literal('fsdp2'),
+      ...optionalFields(PARALLEL_FIELDS),
+      ...optionalFields(PARALLEL_KIND_FIELDS.fsdp2),
+      param_dtype: MpDtype.nullable().optional(),
+      reduce_dtype: MpDtype.nullable().optional(),
+    }),
+  ],
+  { error: `parallel.kind must be ${orList(PARALLEL_KINDS)}` },
+);
+
 const S = SPEC_FIELDS;
 const SpecObject = z.strictObject({
   model: Model.optional(),
@@ -311,6 +338,7 @@ const SpecObject = z.strictObject({
   device: Device.optional(),
   capacity: Capacity.nullable().optional(),
   history: zField(S.history).optional(),
+  parallel: Parallel.nullable().optional(),
 });
 
 /** The keys a spec may have, in the engine's order. */
@@ -383,6 +411,7 @@ function complete(raw: Raw, nested: Record<string, unknown>): Spec {
     device: raw.device ?? DEFAULT_DEVICE,
     capacity: raw.capacity ?? null,
     history: pick('history'),
+    parallel: completeParallel(raw.parallel as ParallelInput | null | undefined),
   };
 }
 
@@ -528,6 +557,35 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
           input: raw.iterations,
         });
     }
+  }
+  if (spec.parallel) {
+    const p = spec.parallel;
+    const at = (k: string) => ['parallel', k];
+    if (!SIMULATED_PARALLEL_KINDS.includes(p.kind))
+      issues.push({
+        path: at('kind'),
+        message: `"${p.kind}" is not simulated yet (simulated: ${quoted(SIMULATED_PARALLEL_KINDS)})`,
+        input: p.kind,
+      });
+    if (spec.mode !== 'train') issues.push({ path: ['mode'], message: 'data parallel applies to mode "train"', input: spec.mode });
+    if (p.kind === 'fsdp2' && !fam.transformer)
+      issues.push({
+        path: at('kind'),
+        message: `fsdp2 shards a transformer's blocks (${tokenKinds.join(', ')}); model.kind is "${m.kind}"`,
+        input: p.kind,
+      });
+    if (spec.weights !== 'fp32')
+      issues.push({
+        path: ['weights'],
+        message: 'data parallel trains fp32 weights (use parallel.param_dtype for bf16 compute)',
+        input: spec.weights,
+      });
+    if (spec.finetune.method !== 'full')
+      issues.push({ path: ['finetune', 'method'], message: 'data parallel trains the whole model ("full")', input: spec.finetune.method });
+    if (spec.device.startsWith('cuda:'))
+      issues.push({ path: ['device'], message: 'data parallel runs on a simulated device (sim:...)', input: spec.device });
+    if (spec.shapes) issues.push({ path: ['shapes'], message: 'per-iteration shapes are not combined with data parallel yet' });
+    if (spec.history) issues.push({ path: ['history'], message: 'allocator history is recorded for single-GPU runs only', input: true });
   }
   if (spec.empty_cache_every > 0 && spec.mode !== 'train')
     issues.push({ path: ['empty_cache_every'], message: 'applies to mode "train" only (0 otherwise)', input: spec.empty_cache_every });

@@ -22,11 +22,12 @@ const TOP = [
 ] as const;
 const MODEL_FIELDS = fieldNames(families()) as ModelFieldName[];
 
-export type SweepParam = (typeof TOP)[number] | ModelFieldName | 'rank';
-export const SWEEP_PARAMS = [...TOP, ...MODEL_FIELDS, 'rank'] as [SweepParam, ...SweepParam[]];
+export type SweepParam = (typeof TOP)[number] | ModelFieldName | 'rank' | 'world';
+export const SWEEP_PARAMS = [...TOP, ...MODEL_FIELDS, 'rank', 'world'] as [SweepParam, ...SweepParam[]];
 
-/** Integer parameters memory grows with, so "the largest that fits" is a bisection. */
-export const FIT_PARAMS = ['batch', 'seq', 'new_tokens'] as const;
+/** Integer parameters memory grows with, so "the largest that fits" is a bisection; and
+ *  world (data parallel), which memory per rank shrinks with: "the smallest that fits". */
+export const FIT_PARAMS = ['batch', 'seq', 'new_tokens', 'world'] as const;
 export type FitParam = (typeof FIT_PARAMS)[number];
 
 const isModelField = (p: string): p is ModelFieldName => (MODEL_FIELDS as string[]).includes(p) || p === 'seq';
@@ -45,6 +46,10 @@ export function withParam(input: SpecInput, param: SweepParam | FitParam, value:
     // An alpha that followed the old rank (a completed spec's default) follows the new one.
     if (ft.method === 'lora' && ft.alpha !== undefined && ft.alpha === loraAlphaDefault(Number(ft.rank))) delete ft.alpha;
     copy.finetune = { ...(ft.method === 'lora' ? ft : { method: 'lora' }), rank: value };
+  } else if (param === 'world') {
+    // the number of ranks of the spec's data-parallel setup (FSDP2 when it has none)
+    const par = (copy.parallel as Record<string, unknown> | null | undefined) ?? { kind: 'fsdp2' };
+    copy.parallel = { ...par, world: value };
   } else copy[param] = value;
   return copy as SpecInput;
 }
@@ -57,5 +62,6 @@ export function paramValue(input: SpecInput, param: SweepParam | FitParam): unkn
     return model === undefined ? undefined : model[modelField(String(model.kind ?? DEFAULT_MODEL_KIND), param)];
   }
   if (param === 'rank') return (r.finetune as Record<string, unknown> | undefined)?.rank;
+  if (param === 'world') return (r.parallel as Record<string, unknown> | null | undefined)?.world;
   return r[param];
 }

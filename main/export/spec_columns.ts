@@ -38,6 +38,8 @@ export const SPEC_COLUMNS: readonly string[] = [
   'alloc_conf',
   'device',
   'capacity_bytes',
+  'parallel',
+  'parallel_world',
 ];
 
 /** Runs stored before a field existed lack it: those cells are empty. */
@@ -75,5 +77,7 @@ export function specColumns(stored: Spec): Record<string, Cell> {
     alloc_conf: spec.alloc_conf,
     device: spec.device,
     capacity_bytes: spec.capacity,
+    parallel: spec.parallel?.kind ?? null,
+    parallel_world: spec.parallel?.world ?? null,
   };
 }

@@ -5,7 +5,7 @@
 // what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
 import type { FitProbe, FitResult } from '../contract/runs';
-import { modelDims } from '../contract/catalogue';
+import { MAX_WORLD, modelDims } from '../contract/catalogue';
 import { LIMITS, checkSpec, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { paramValue, withParam, type FitParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
@@ -54,6 +54,7 @@ export function fitLimit(spec: Spec, param: FitParam): number {
 
 function fitRange(spec: Spec, param: FitParam): number {
   if (param === 'batch') return LIMITS.batch;
+  if (param === 'world') return MAX_WORLD;
   const seq = modelDims(spec.model).seq;
   if (seq === null) throw new Error(`fit: ${param} applies to the transformer families; model.kind is "${spec.model.kind}"`);
   if (param === 'seq') return LIMITS.seq;
@@ -104,6 +105,23 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     return ok;
   };
 
+  if (param === 'world') {
+    // Memory per rank shrinks as ranks are added: the smallest world that fits, over the
+    // powers of two (the worlds people launch) up to max. 0: none fits.
+    let found = 0;
+    for (let w = 1; w <= max && !found; w *= 2) if (await probe(w)) found = w;
+    const best = probes.find((p) => p.value === found && p.ok);
+    return {
+      fitId,
+      param,
+      value: found,
+      batch: best?.batch ?? 0,
+      capacity: spec.capacity ?? card.total,
+      total: card.total,
+      context: card.context,
+      probes,
+    };
+  }
   let lo = 0; // largest value known to fit
   let hi = max + 1; // smallest value known not to fit
   let v = Math.min(Number(paramValue(spec as unknown as SpecInput, param)) || 1, max);

@@ -94,6 +94,9 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     trainable_parameters: outcome.trainable_parameters,
     sdpa_backend: outcome.sdpa_backend,
     context: outcome.context ?? 0,
+    ...(outcome.ranks && outcome.ranks.length
+      ? { ranks: outcome.ranks.map((r) => boundedReadings(r)), rank_class: outcome.rank_class ?? [], nccl: outcome.nccl ?? 0 }
+      : {}),
     oom: outcome.oom ? diagnoseOom(outcome.oom) : null,
     error: outcome.error,
     samples: tracker.samples,

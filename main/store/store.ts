@@ -254,10 +254,11 @@ function sanitizeName(name: string | undefined): string {
 }
 
 function defaultName(spec: Spec): string {
-  // "Qwen2.5-0.5B seq 2048 LoRA r16 b8 adamw": the fine-tuning method says what trains.
+  // "Qwen2.5-0.5B seq 2048 LoRA r16 b8 adamw fsdp2 x8": the fine-tuning method says what trains.
   const ft = spec.finetune;
   const tuned = ft?.method === 'lora' ? ` LoRA r${ft.rank}` : ft?.method === 'freeze' ? ` freeze ${ft.blocks}` : '';
-  return `${modelName(spec.model)}${tuned} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
+  const par = spec.parallel ? ` ${spec.parallel.kind} x${spec.parallel.world}` : '';
+  return `${modelName(spec.model)}${tuned} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}${par}`;
 }
 
 async function sweepTemps(dir: string, graceMs: number): Promise<void> {

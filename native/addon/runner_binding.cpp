@@ -125,6 +125,22 @@ Napi::Object outcomeToJs(Napi::Env env, const Outcome& out) {
     readings.Set(uint32_t(i), pair);
   }
   o.Set("readings", readings);
+  auto ranks = Napi::Array::New(env, r.ranks.size());
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    auto rk = Napi::Array::New(env, r.ranks[k].size());
+    for (size_t i = 0; i < r.ranks[k].size(); ++i) {
+      auto pair = Napi::Array::New(env, 2);
+      pair.Set(uint32_t(0), r.ranks[k][i].first);
+      pair.Set(uint32_t(1), double(r.ranks[k][i].second));
+      rk.Set(uint32_t(i), pair);
+    }
+    ranks.Set(uint32_t(k), rk);
+  }
+  o.Set("ranks", ranks);
+  auto cls = Napi::Array::New(env, r.rank_class.size());
+  for (size_t k = 0; k < r.rank_class.size(); ++k) cls.Set(uint32_t(k), double(r.rank_class[k]));
+  o.Set("rank_class", cls);
+  o.Set("nccl", double(r.nccl));
   o.Set("baseline", double(r.baseline));
   o.Set("peak_allocated", double(r.peak_allocated));
   o.Set("peak_reserved", double(r.peak_reserved));

@@ -78,7 +78,8 @@ void SimDevice::set_latency_model(const SimLatencyModel& m) {
 
 // As NVML reports it: the allocator's memory plus the context and library handles.
 std::string SimDevice::process_memory_report() const {
-  return "Including non-PyTorch memory, this process has " + fmt_size(used_bytes() + context_) + " memory in use. ";
+  return "Including non-PyTorch memory, this process has " + fmt_size(used_bytes() + context_ + outside_) +
+         " memory in use. ";
 }
 
 uintptr_t SimDevice::take_va(size_t bytes) {
@@ -267,6 +268,13 @@ uint64_t parse_byte_size(const std::string& text) {
   // Above 2^62 llround (int64) would overflow and the allocator's size checks stop there.
   if (!(bytes >= 1) || bytes > 4.6e18) throw std::invalid_argument("bad byte size '" + text + "': out of range");
   return static_cast<uint64_t>(std::llround(bytes));
+}
+
+void SimDevice::hold_outside(uint64_t bytes) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (context_ + outside_ + used_ + bytes > total_)
+    throw std::runtime_error("simulated device: no room for " + std::to_string(bytes) + " bytes outside the allocator");
+  outside_ += bytes;
 }
 
 }  // namespace vramlab

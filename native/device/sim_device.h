@@ -2,6 +2,7 @@
 // Simulated GPU: capacity accounting, GPU-looking virtual addresses placed by the
 // driver's layout (va_layout.h; no host memory behind them) and a latency model for
 // device memory calls on a virtual clock.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -53,12 +54,18 @@ class SimDevice : public Device {
   void set_address_script(std::vector<uintptr_t> addresses);
   uint64_t used_bytes() const;  // the allocator's segments and mapped pages, not the context
   uint64_t context_bytes() const { return context_; }
+  // More bytes held outside the allocator from now on (NCCL's communicator buffers once the
+  // process group runs its first collective): cudaMalloc sees that much less.
+  void hold_outside(uint64_t bytes);
+  uint64_t outside_bytes() const { return outside_; }
   // Live cudaMalloc ranges and mapped page ranges (address -> bytes), for checks.
   std::map<uintptr_t, size_t> live_allocations() const;
   std::map<uintptr_t, size_t> live_mappings() const;
 
  private:
-  uint64_t available_locked() const { return total_ - context_ - used_; }  // mu_ held
+  uint64_t available_locked() const {  // mu_ held
+    return total_ - context_ - outside_ - std::min(used_, total_ - context_ - outside_);
+  }
   uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
   bool take_va_at(uintptr_t va, size_t bytes);
   bool claim_va(uintptr_t va, size_t len);  // no live allocation or reservation may overlap
@@ -67,6 +74,7 @@ class SimDevice : public Device {
   std::string id_, name_;
   uint64_t total_;
   uint64_t context_;
+  uint64_t outside_ = 0;
   double bandwidth_gbs_, fp32_tflops_, bf16_tflops_;
   mutable std::mutex mu_;
   SimLatencyModel model_;

@@ -234,6 +234,9 @@ JobResult ExperimentJob::run(JobContext& ctx) {
     r.num_parameters = res.num_parameters;
     r.trainable_parameters = res.trainable_parameters;
     r.sdpa_backend = res.sdpa_backend;
+    r.ranks = res.ranks;
+    r.rank_class = res.rank_class;
+    r.nccl = res.nccl;
     r.sim_time_ms = sim_clock_ ? res.modeled_time_ms : -1;
   } catch (const alloc::OutOfMemoryError& e) {
     oom(e.what(), int64_t(e.alloc_size), int64_t(e.allocated), int64_t(e.reserved));

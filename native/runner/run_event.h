@@ -61,6 +61,10 @@ struct JobResult {
   int64_t num_parameters = 0, trainable_parameters = 0;
   std::string sdpa_backend;  // "" without attention
   int64_t context = 0;       // the device's bytes outside the allocator
+  int64_t nccl = 0;          // NCCL's device memory per rank (data parallel), outside the allocator
+  // data parallel: each rank's readings (rank 0's are `readings`)
+  std::vector<std::vector<std::pair<std::string, int64_t>>> ranks;
+  std::vector<int64_t> rank_class;  // the rank whose simulation rank r shares
   std::optional<OomInfo> oom;
 };
 

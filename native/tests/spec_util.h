@@ -56,6 +56,12 @@ inline SpecValue complete(const SpecValue& partial) {
     ff["alpha"] = SpecValue::number(2 * ft->find("rank")->as_number("rank"));
     f["finetune"] = SpecValue::object(ff);
   }
+  // parallel: {kind, ...} over that kind's defaults (world, buckets, resharding, dtypes)
+  if (const SpecValue* pa = partial.find("parallel"); pa && !pa->is_null()) {
+    const SpecValue* pd = d.find("parallel")->find(pa->find("kind")->as_string("parallel.kind"));
+    if (!pd) throw std::invalid_argument("no defaults for parallel kind");
+    f["parallel"] = merge_values(*pd, *pa);
+  }
   return SpecValue::object(f);
 }
 

@@ -47,6 +47,7 @@ describe('transformer specs', () => {
       'device',
       'capacity',
       'history',
+      'parallel',
     ]);
     expect(s.optimizer).toEqual({ kind: 'sgd', lr: 0.001, foreach: true, momentum: 0.9, weight_decay: 0, nesterov: false });
     expect(parseSpec({ optimizer: 'none' }).optimizer).toEqual({ kind: 'none' });

@@ -13,8 +13,10 @@ Finds the largest value of --param (default batch) SPEC.json runs at without run
 of memory on its device (or under --capacity), doubling from the spec's value and then
 bisecting: the largest batch, the longest sequence (model.seq, transformers) or the
 longest generation (new_tokens, mode "generate") that fits, for any family and
-fine-tuning method. The whole card counts, as nvidia-smi sees it: PyTorch's reserved
-memory plus the CUDA context and libraries ('vramlab devices' lists each card's).
+fine-tuning method. --param world (data parallel, spec.parallel; FSDP2 when the spec has
+none) finds the smallest number of GPUs that fits instead, over 1, 2, 4, 8, ...
+The whole card counts, as nvidia-smi sees it: PyTorch's reserved memory plus the CUDA
+context and libraries ('vramlab devices' lists each card's), and NCCL's buffers per rank.
 `;
 
 const fit: Command = async (args, io) => {
@@ -88,7 +90,13 @@ const fit: Command = async (args, io) => {
       ),
     );
     const where = spec.capacity !== null ? `under the ${formatBytes(result.capacity)} cap on ${spec.device}` : `on ${spec.device}`;
-    io.out(`\nlargest ${param} that fits ${where}: ${result.value}\n`);
+    io.out(
+      param === 'world'
+        ? result.value
+          ? `\nsmallest world that fits ${where}: ${result.value} GPUs\n`
+          : `\nno world up to ${max ?? 'the limit'} fits ${where}\n`
+        : `\nlargest ${param} that fits ${where}: ${result.value}\n`,
+    );
     const best = result.probes.find((p) => p.ok && p.value === result.value);
     if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
     if (result.context > 0)

@@ -98,11 +98,11 @@ const sweep: Command = async (args, io) => {
           r.status,
           formatBytes(r.peak_allocated),
           formatBytes(r.peak_reserved),
-          formatBytes(r.peak_reserved + result.context),
+          formatBytes(r.peak_reserved + result.context + (metas[result.runs.indexOf(r)]?.summary?.nccl ?? 0)),
           r.runId,
         ]),
       ) +
-        `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
+        `\n+ CUDA context: reserved plus the card's CUDA context & libraries (${formatBytes(result.context)}), and NCCL's buffers per rank for data-parallel runs, as nvidia-smi shows it, of ${formatBytes(result.total)}\n`,
     );
   return result.runs.some((r) => r.status === 'error') ? 1 : cancelled ? 130 : 0;
 };

@@ -3,7 +3,7 @@
 // defaults. The native tests complete partial specs with it (native/tests/spec_util.h);
 // scripts/spec-defaults.mjs writes it and test/unit/spec_defaults.test.ts keeps it in step.
 import { parseSpec } from '../spec';
-import { MODE_DEFAULTS, MODEL_KINDS, OPTIMIZER_KINDS, familyOf } from './index';
+import { MODE_DEFAULTS, MODEL_KINDS, OPTIMIZER_KINDS, PARALLEL_KINDS, completeParallel, familyOf } from './index';
 
 export function specDefaults() {
   return {
@@ -13,6 +13,7 @@ export function specDefaults() {
     ),
     optimizers: Object.fromEntries(OPTIMIZER_KINDS.map((kind) => [kind, parseSpec({ optimizer: kind }).optimizer])),
     modes: MODE_DEFAULTS,
+    parallel: Object.fromEntries(PARALLEL_KINDS.map((kind) => [kind, completeParallel({ kind })])),
   };
 }
 
@@ -33,5 +34,5 @@ export function specDefaultsJson(): string {
           `${indent}  ${JSON.stringify(k)}: ${expand(k) ? block(v as Record<string, unknown>, indent + '  ', () => false) : inline(v)}`,
       )
       .join(',\n')}\n${indent}}`;
-  return block(specDefaults(), '', (k) => k !== 'modes') + '\n';
+  return block(specDefaults(), '', (k) => k !== 'modes' && k !== 'parallel') + '\n';
 }

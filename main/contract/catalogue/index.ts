@@ -121,3 +121,4 @@ export * from './fields';
 export * from './limits';
 export * from './spec_fields';
 export * from './finetune';
+export * from './parallel';

@@ -17,6 +17,7 @@ namespace {
 
 std::atomic<uint64_t> g_task_ids{1};
 thread_local uint64_t t_task_id = 0;
+thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
 
 struct ReadyTask {
   std::shared_ptr<Node> fn;
@@ -101,6 +102,11 @@ class TaskIdGuard {
 
 uint64_t current_graph_task_id() { return t_task_id; }
 
+void queue_backward_callback(std::function<void()> cb) {
+  if (!t_final_callbacks) throw std::logic_error("queue_callback outside backward");
+  t_final_callbacks->push_back(std::move(cb));
+}
+
 void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool retain_graph, bool create_graph) {
   if (roots.empty()) throw std::invalid_argument("backward() needs at least one tensor");
   if (!grad_outputs.empty() && grad_outputs.size() != roots.size())
@@ -165,6 +171,12 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
   GradMode::set_enabled(create_graph);
   CategoryScope cat(Category::Gradient);
 
+  std::vector<std::function<void()>> final_callbacks;
+  struct CallbacksGuard {
+    std::vector<std::function<void()>>* saved;
+    explicit CallbacksGuard(std::vector<std::function<void()>>* c) : saved(t_final_callbacks) { t_final_callbacks = c; }
+    ~CallbacksGuard() { t_final_callbacks = saved; }
+  } callbacks_guard(&final_callbacks);
   std::unordered_map<Node*, TensorList> buffers;
   std::vector<ReadyTask> ready;
   ready.push_back(ReadyTask{graph_root, {}});
@@ -173,6 +185,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     ReadyTask task = std::move(ready.back());
     ready.pop_back();
     Node& fn = *task.fn;
+    for (auto& h : fn.pre_hooks) h();
     TensorList outputs = fn.apply(task.inputs);
     fn.unpacked.clear();  // apply's locals
     validate_outputs(fn, outputs);
@@ -193,6 +206,8 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     }
     outputs.clear();
   }
+  // exec_post_processing: callbacks may queue more callbacks
+  for (size_t i = 0; i < final_callbacks.size(); ++i) final_callbacks[i]();
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

@@ -3,6 +3,7 @@
 // sequence number, leaf accumulators first), frees each saved tensor right after
 // its node ran and each incoming gradient once consumed.
 #include <cstdint>
+#include <functional>
 
 #include "engine/autograd/node.h"
 
@@ -14,5 +15,9 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
 // Id of the backward pass running on this thread (0 outside backward); checkpoint
 // recomputation is keyed by it like PyTorch's _current_graph_task_id().
 uint64_t current_graph_task_id();
+
+// Variable._execution_engine.queue_callback: runs once the current backward pass has run
+// every node (FSDP's post-backward final callback). Only valid inside backward.
+void queue_backward_callback(std::function<void()> cb);
 
 }  // namespace vramlab::engine

@@ -257,4 +257,13 @@ void set_history(Tensor& out, const std::shared_ptr<Node>& fn) {
   out.impl()->output_nr = fn->add_input_metadata(out);
 }
 
+Tensor apply_post_backward_hook(const Tensor& x, std::function<void()> hook) {
+  if (!x.requires_grad()) return x;
+  auto fn = std::make_shared<HookNode>(std::move(hook));
+  collect_next_edges(*fn, {&x});
+  Tensor out = make_view(x, x.sizes(), x.strides(), x.storage_offset());
+  set_history(out, fn);
+  return out;
+}
+
 }  // namespace vramlab::engine

@@ -73,6 +73,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // Tensors a saved-tensor hook handed to apply (checkpoint recomputations): held until
   // apply returns, as the generated PyTorch code holds them in locals unpacked at its top.
   std::vector<Tensor> unpacked;
+  // Tensor hooks (t.register_hook on a non-leaf output of this node): run when the node is
+  // about to run, i.e. once the gradient of its outputs is complete. FSDP's pre-backward.
+  std::vector<std::function<void()>> pre_hooks;
 
   uint64_t sequence_nr() const { return seq_; }
   std::vector<Edge>& next_edges() { return next_; }
@@ -109,6 +112,24 @@ class AccumulateGrad : public Node {
   TensorList apply(TensorList& grads) override;
   std::weak_ptr<TensorImpl> variable;
 };
+
+// An identity autograd.Function over one input (FSDP's RegisterPostBackwardFunction): its
+// backward runs `hook` once the input's whole gradient has been computed, then passes the
+// gradient on unchanged.
+class HookNode : public Node {
+ public:
+  explicit HookNode(std::function<void()> hook) : hook_(std::move(hook)) {}
+  std::string name() const override { return "RegisterPostBackwardFunctionBackward"; }
+  TensorList apply(TensorList& grads) override {
+    if (hook_) hook_();
+    return {grads.empty() ? Tensor() : grads[0]};
+  }
+
+ private:
+  std::function<void()> hook_;
+};
+// x viewed through a HookNode (x itself when it does not require grad).
+Tensor apply_post_backward_hook(const Tensor& x, std::function<void()> hook);
 
 class GraphRoot : public Node {
  public:

@@ -16,7 +16,7 @@ alloc::ContextId AllocatorMemory::context_for(TagId tag) {
 
 MemBlock AllocatorMemory::allocate(size_t bytes, TagId tag) {
   try {
-    auto a = alloc_->malloc(bytes, 0, context_for(tag));
+    auto a = alloc_->malloc(bytes, stream_, context_for(tag));
     MemBlock b;
     b.ptr = a.ptr;
     b.size = a.size;

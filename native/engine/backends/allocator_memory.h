@@ -22,11 +22,14 @@ class AllocatorMemory : public MemoryBackend {
   void empty_cache() override { alloc_->empty_cache(); }
   std::string memory_summary() const override { return alloc_->memory_summary(); }
   alloc::CachingAllocator& allocator() { return *alloc_; }
+  void set_stream(int s) override { stream_ = alloc::StreamId(s); }
+  int stream() const override { return int(stream_); }
 
  private:
   alloc::ContextId context_for(TagId tag);
   std::shared_ptr<alloc::CachingAllocator> alloc_;
-  std::vector<alloc::ContextId> contexts_;  // TagId -> allocator context (0 = not yet interned)
+  std::vector<alloc::ContextId> contexts_;
+  alloc::StreamId stream_ = 0;  // TagId -> allocator context (0 = not yet interned)
 };
 
 }  // namespace vramlab::engine

@@ -47,6 +47,20 @@ void EngineContext::storage_freed(const Storage& s) {
   category_bytes_[size_t(tag_category(s.tag))] -= int64_t(s.block.size);
 }
 
+void EngineContext::resize_storage(Storage& s, size_t nbytes) {
+  if (nbytes == 0) {
+    if (!s.block) return;
+    storage_freed(s);
+    memory_->release(s.block);
+    s.block = MemBlock{};
+    return;
+  }
+  if (s.block) throw std::logic_error("resize_storage: the storage still holds its block");
+  s.block = memory_->allocate(nbytes, s.tag);
+  s.nbytes = nbytes;
+  category_bytes_[size_t(tag_category(s.tag))] += int64_t(s.block.size);
+}
+
 Storage::~Storage() {
   if (ctx) {
     ctx->storage_freed(*this);

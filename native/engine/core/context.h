@@ -49,6 +49,17 @@ class EngineContext {
 
   std::shared_ptr<Storage> allocate_storage(size_t nbytes, TagId tag);
   void storage_freed(const Storage& s);
+  // storage.resize_(nbytes) from or to 0, as FSDP frees and re-allocates an unsharded
+  // parameter in place: 0 gives the block back, otherwise a new block of nbytes is taken
+  // (on the memory's current stream) for a storage that has none.
+  void resize_storage(Storage& s, size_t nbytes);
+  // Points allocation at another memory (returns the previous one): FSDP builds its model
+  // as PyTorch does on the meta device, where parameters take no device memory.
+  MemoryBackend* swap_memory(MemoryBackend* m) {
+    MemoryBackend* old = memory_;
+    memory_ = m;
+    return old;
+  }
   int64_t category_bytes(Category c) const { return category_bytes_[size_t(c)]; }
   std::array<int64_t, kNumCategories> category_snapshot() const { return category_bytes_; }
 

@@ -35,6 +35,23 @@ class MemoryBackend {
   virtual void reset_peak() = 0;
   virtual void empty_cache() {}
   virtual std::string memory_summary() const;
+  // The CUDA stream new blocks are allocated for (the caching allocator keeps a pool per
+  // stream: a block freed on one stream is not handed to another). 0: the default stream.
+  virtual void set_stream(int) {}
+  virtual int stream() const { return 0; }
+};
+
+// torch.cuda.stream(s) for allocations: blocks allocated inside come from s's pool.
+class StreamScope {
+ public:
+  StreamScope(MemoryBackend& m, int s) : m_(m), saved_(m.stream()) { m_.set_stream(s); }
+  ~StreamScope() { m_.set_stream(saved_); }
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  MemoryBackend& m_;
+  int saved_;
 };
 
 // 512-byte rounding, no caching: memory_allocated() as PyTorch's would read when

@@ -1,5 +1,6 @@
 #include "engine/experiment/experiment.h"
 
+#include <map>
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
@@ -9,6 +10,9 @@
 #include "engine/experiment/session.h"
 #include "engine/models/family.h"
 #include "engine/ops/ops.h"
+#include "device/sim_device.h"
+#include "engine/parallel/fsdp.h"
+#include "engine/parallel/nccl.h"
 
 namespace vramlab::engine {
 
@@ -90,11 +94,94 @@ void check_run_spec(const RunSpec& spec) {
                                 " has no KV cache");
 }
 
+namespace {
+
+DType parse_mp_dtype(const std::string& d, const char* field) {
+  if (d == "fp32") return DType::Float32;
+  if (d == "bf16") return DType::BFloat16;
+  if (d == "fp16") return DType::Float16;
+  throw std::invalid_argument(std::string("spec.parallel.") + field + ": unknown dtype \"" + d +
+                              "\" (expected fp32, bf16, fp16 or null)");
+}
+
+FsdpOptions fsdp_options(const RunSpec& spec, int64_t rank) {
+  FsdpOptions o;
+  o.world = spec.parallel.world;
+  o.rank = rank;
+  o.reshard_after_forward = spec.parallel.reshard_after_forward;
+  if (!spec.parallel.param_dtype.empty()) {
+    o.has_param_dtype = true;
+    o.param_dtype = parse_mp_dtype(spec.parallel.param_dtype, "param_dtype");
+    if (o.param_dtype == DType::Float32) o.has_param_dtype = false;  // == orig: no cast (init_dtype_attrs)
+  }
+  if (!spec.parallel.reduce_dtype.empty()) {
+    o.has_reduce_dtype = true;
+    o.reduce_dtype = parse_mp_dtype(spec.parallel.reduce_dtype, "reduce_dtype");
+  }
+  return o;
+}
+
+RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
+                   int64_t rank);
+
+}  // namespace
+
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
                          std::function<void(const EngineEvent&)> on_event) {
   check_values(spec);
+  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0);
+  if (spec.mode != "train") throw std::invalid_argument("spec.parallel applies to mode \"train\"");
+  if (spec.parallel.kind != "fsdp2")
+    throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
+  // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
+  // so its optimizer state) is smaller, or empty. Ranks with the same local row counts
+  // run the same program on the same sizes: one simulation serves them all.
+  std::vector<int64_t> dim0;
+  {
+    Session s = open_session("sim:custom:1024TiB", "sim", "");
+    ContextGuard guard(*s.ctx);
+    RoundingMemory meta;
+    s.ctx->swap_memory(&meta);
+    auto model = build_model(spec.model);
+    for (auto& p : model->parameters()) dim0.push_back(p.dim() ? p.size(0) : 1);
+    model.reset();
+    s.ctx->swap_memory(s.memory.get());
+  }
+  const int64_t W = spec.parallel.world;
+  std::map<std::vector<int64_t>, int64_t> first_rank;
+  RunResult out;
+  std::map<int64_t, RunResult> sims;
+  for (int64_t r = 0; r < W; ++r) {
+    std::vector<int64_t> sig;
+    for (int64_t rows : dim0) sig.push_back(fsdp_local_rows(rows, W, r));
+    if (first_rank.emplace(sig, r).second) sims.emplace(r, run_rank(spec, options, r == 0 ? on_event : nullptr, r));
+  }
+  out = std::move(sims.at(0));
+  for (int64_t r = 0; r < W; ++r) {
+    std::vector<int64_t> sig;
+    for (int64_t rows : dim0) sig.push_back(fsdp_local_rows(rows, W, r));
+    const int64_t c = first_rank.at(sig);
+    out.rank_class.push_back(c);
+    out.ranks.push_back(c == 0 ? out.readings : sims.at(c).readings);
+  }
+  return out;
+}
+
+namespace {
+
+RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
+                   int64_t rank) {
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
   EngineContext& ctx = *s.ctx;
+  int64_t nccl = 0;
+  if (!spec.parallel.kind.empty()) {
+    // init_process_group + the protocol's warm-up all_reduce: the communicator exists
+    // before the base reading, its buffers outside the allocator.
+    auto* sim = dynamic_cast<SimDevice*>(s.device.get());
+    if (!sim) throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
+    nccl = nccl_device_bytes(spec.parallel.world);
+    sim->hold_outside(uint64_t(nccl));
+  }
   ContextGuard guard(ctx);
   ctx.manual_seed(options.seed);
   ctx.on_event = std::move(on_event);
@@ -102,6 +189,7 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
   ctx.allow_tf32 = spec.precision == "tf32";
 
   RunResult r;
+  r.nccl = nccl;
   Measure m{ctx, *s.memory, spec, options, r};
   m.low = spec.precision == "fp16" || spec.precision == "bf16";
   m.low_dtype = spec.precision == "bf16" ? DType::BFloat16 : DType::Float16;
@@ -114,9 +202,21 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
   m.base_device_free = st.num_device_free;
 
   std::unique_ptr<Model> model;
+  std::shared_ptr<Fsdp> fsdp;
   {
     ctx.phase(true, "build_model");
-    model = build_for(spec);
+    if (spec.parallel.kind == "fsdp2") {
+      if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
+        throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
+      if (spec.weights != "fp32" || spec.finetune.method != "full")
+        throw std::invalid_argument("spec.parallel fsdp2 trains fp32 weights in full (weights fp32, finetune full)");
+      FsdpOptions fo = fsdp_options(spec, rank);
+      fsdp = fully_shard_model(spec, fo, model);
+      if (fo.has_param_dtype) m.low = false;  // the policy casts; the protocol runs no autocast
+      m.optimizer_params = &fsdp->sharded_parameters();
+    } else {
+      model = build_for(spec);
+    }
     ctx.phase(false, "build_model");
   }
   r.num_parameters = model->num_parameters();
@@ -141,6 +241,8 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
   r.memory_summary = s.memory->memory_summary();
   return r;
 }
+
+}  // namespace
 
 RunResult run_seed_example(const std::string& device) {
   Session s = open_session(device, "sim", "");

@@ -22,6 +22,13 @@ struct RunResult {
   std::string sdpa_backend;    // the attention backend the transformer ran ("" without attention)
   std::string memory_summary;
   int64_t at(const std::string& key) const;  // throws std::out_of_range
+  // Data parallel (spec.parallel): every rank's readings, rank 0's also in `readings`.
+  // Ranks PyTorch treats alike are simulated once (rank_class[r]: the rank simulated for r).
+  std::vector<std::vector<std::pair<std::string, int64_t>>> ranks;
+  std::vector<int64_t> rank_class;
+  // NCCL's device memory per rank outside the caching allocator (held on the simulated
+  // device beside the CUDA context, so it counts in what fits); 0 on one GPU.
+  int64_t nccl = 0;
 };
 
 // Everything about a spec that can be refused without running it (values, the family's

@@ -16,6 +16,8 @@ struct Measure {
   int64_t rbase = 0, base_device_alloc = 0, base_device_free = 0;
   bool low = false;
   DType low_dtype = DType::BFloat16;
+  // FSDP2: the optimizer steps the sharded parameters, not the model's
+  const std::vector<Tensor>* optimizer_params = nullptr;
 
   int64_t allocated() const { return mem.memory_allocated() - r.base; }
   int64_t peak() const { return mem.max_memory_allocated() - r.base; }

@@ -24,7 +24,7 @@ void run_train(Measure& m, Model& model) {
   m.read("input", m.allocated());
 
   std::vector<Tensor> trainable;
-  for (auto& p : model.parameters())
+  for (auto& p : m.optimizer_params ? *m.optimizer_params : model.parameters())
     if (p.requires_grad()) trainable.push_back(p);
   std::unique_ptr<Optimizer> opt = make_optimizer(spec.optimizer, trainable);
   std::unique_ptr<GradScaler> scaler;

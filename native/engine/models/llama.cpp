@@ -204,7 +204,8 @@ class Llama : public Model {
     Tensor x = (*tok_)(idx);
     x = run_blocks(size_t(L_), x, checkpoint_,
                    [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
-                     return blocks_[i]->forward3(h, ex[0], ex[1]);
+                     return blocks_[i]->hooked(
+                         h, [&](const Tensor& in) { return blocks_[i]->forward3(in, ex[0], ex[1]); });
                    },
                    {cos_.slice(0, 0, T), sin_.slice(0, 0, T)});
     Tensor h;

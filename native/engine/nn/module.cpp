@@ -14,8 +14,18 @@ Tensor Module::forward(const Tensor&) {
 }
 
 Tensor Module::operator()(const Tensor& x) {
+  return hooked(x, [this](const Tensor& in) { return forward(in); });
+}
+
+Tensor Module::hooked(const Tensor& x, const std::function<Tensor(const Tensor&)>& f) {
   ModuleScope scope(path_id_);
-  return forward(x);
+  if (!forward_hooks) return f(x);
+  std::shared_ptr<ForwardHooks> h = forward_hooks;
+  Tensor in = h->pre(*this, x);
+  Tensor out = f(in);
+  in.reset();
+  h->post(*this, out);
+  return out;
 }
 
 void Module::register_module(const std::string& name, std::shared_ptr<Module> m) {

@@ -3,6 +3,7 @@
 // allocation tags, and PyTorch's traversal orders: named_parameters() visits a module's
 // own parameters before its children's (each tensor once, so tied weights count once);
 // to_dtype() converts children first, then parameters, then buffers, as Module._apply.
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,12 +13,24 @@
 
 namespace vramlab::engine {
 
+class Module;
+// Forward pre- and post-hooks (register_forward_pre_hook / register_forward_hook), as
+// fully_shard installs them: pre may replace the input, post sees the output.
+struct ForwardHooks {
+  virtual ~ForwardHooks() = default;
+  virtual Tensor pre(Module& m, const Tensor& x) = 0;
+  virtual void post(Module& m, Tensor& out) = 0;
+};
+
 class Module {
  public:
   virtual ~Module() = default;
   virtual std::string type_name() const = 0;
   virtual Tensor forward(const Tensor& x);  // single-input modules override this
   Tensor operator()(const Tensor& x);       // forward under this module's path
+  // f(x) under this module's path and forward hooks (modules with several inputs).
+  Tensor hooked(const Tensor& x, const std::function<Tensor(const Tensor&)>& f);
+  std::shared_ptr<ForwardHooks> forward_hooks;
 
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
@@ -33,6 +46,8 @@ class Module {
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   // Replaces the child `name` (LoRA wrapping a projection in place).
   void replace_child(const std::string& name, std::shared_ptr<Module> m) { replace_module(name, std::move(m)); }
+  const std::vector<std::pair<std::string, Tensor>>& own_parameters() const { return params_; }
+  const std::vector<std::pair<std::string, Tensor>>& own_buffers() const { return buffers_; }
 
  protected:
   void register_module(const std::string& name, std::shared_ptr<Module> m);

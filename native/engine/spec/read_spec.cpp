@@ -118,6 +118,27 @@ RunSpec read_run_spec(const SpecValue& v) {
   s.capacity = cap.is_null() ? 0 : cap.as_int("spec.capacity");
   if (s.capacity < 0) throw std::invalid_argument("spec.capacity must not be negative");
   s.history = flag("history");
+  if (const SpecValue* pv = v.find("parallel"); pv && !pv->is_null()) {
+    const std::string q = "spec.parallel";
+    ParallelSpec& ps = s.parallel;
+    ps.kind = need(*pv, "kind", q).as_string(q + ".kind");
+    if (ps.kind != "ddp" && ps.kind != "fsdp2")
+      throw std::invalid_argument(q + ".kind must be \"ddp\" or \"fsdp2\" (got \"" + ps.kind + "\")");
+    ps.world = need(*pv, "world", q).as_int(q + ".world");
+    if (ps.world < 1) throw std::invalid_argument(q + ".world must be at least 1");
+    auto opt_str = [&](const char* k) {
+      const SpecValue* e = pv->find(k);
+      return !e || e->is_null() ? std::string() : e->as_string(q + "." + k);
+    };
+    if (ps.kind == "ddp") {
+      ps.bucket_cap_mb = need(*pv, "bucket_cap_mb", q).as_number(q + ".bucket_cap_mb");
+      ps.gradient_as_bucket_view = need(*pv, "gradient_as_bucket_view", q).as_bool(q + ".gradient_as_bucket_view");
+    } else {
+      ps.reshard_after_forward = need(*pv, "reshard_after_forward", q).as_bool(q + ".reshard_after_forward");
+      ps.param_dtype = opt_str("param_dtype");
+      ps.reduce_dtype = opt_str("reduce_dtype");
+    }
+  }
   return s;
 }
 
@@ -189,6 +210,23 @@ SpecValue write_run_spec(const RunSpec& s) {
   f["device"] = SpecValue::string(s.device);
   f["capacity"] = s.capacity ? SpecValue::number(double(s.capacity)) : SpecValue();
   f["history"] = SpecValue::boolean(s.history);
+  if (s.parallel.kind.empty()) {
+    f["parallel"] = SpecValue();
+  } else {
+    const ParallelSpec& ps = s.parallel;
+    std::map<std::string, SpecValue> pf{{"kind", SpecValue::string(ps.kind)},
+                                        {"world", SpecValue::number(double(ps.world))}};
+    auto dt = [](const std::string& d) { return d.empty() ? SpecValue() : SpecValue::string(d); };
+    if (ps.kind == "ddp") {
+      pf["bucket_cap_mb"] = SpecValue::number(ps.bucket_cap_mb);
+      pf["gradient_as_bucket_view"] = SpecValue::boolean(ps.gradient_as_bucket_view);
+    } else {
+      pf["reshard_after_forward"] = SpecValue::boolean(ps.reshard_after_forward);
+      pf["param_dtype"] = dt(ps.param_dtype);
+      pf["reduce_dtype"] = dt(ps.reduce_dtype);
+    }
+    f["parallel"] = SpecValue::object(std::move(pf));
+  }
   return SpecValue::object(std::move(f));
 }
 

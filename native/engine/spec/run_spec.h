@@ -45,6 +45,16 @@ struct ShapeStep {
   int64_t batch = 0, seq = 0;
 };
 
+// Data parallel: {"kind": "ddp" | "fsdp2", "world", ...}; kind "" when the spec has none.
+struct ParallelSpec {
+  std::string kind;
+  int64_t world = 1;
+  double bucket_cap_mb = 25;              // ddp
+  bool gradient_as_bucket_view = false;   // ddp
+  bool reshard_after_forward = true;      // fsdp2
+  std::string param_dtype, reduce_dtype;  // fsdp2 MixedPrecisionPolicy; "" = None
+};
+
 struct RunSpec {
   KindArgs model;
   int64_t batch = 0;
@@ -67,6 +77,7 @@ struct RunSpec {
   std::string device;
   int64_t capacity = 0;  // bytes; 0: the device's
   bool history = false;
+  ParallelSpec parallel;  // batch is per rank
 };
 
 // How a run is carried out, beyond what it measures: knobs for tools and tests.

@@ -84,7 +84,7 @@ __device__ __forceinline__ float apply_op(float a, float b, float c, float s) {
     else if constexpr (Op == 8)
       return a + s * (b - a);  // Lerp
     else if constexpr (Op == 9)
-      return a > b ? a : b;  // Maximum
+      return a > b ? a : b;         // Maximum
     else if constexpr (Op == 10) {  // SiluBackward
       float sg = 1.f / (1.f + expf(-b));
       return a * sg * (1.f + b * (1.f - sg));

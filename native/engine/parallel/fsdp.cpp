@@ -1,0 +1,345 @@
+#include "engine/parallel/fsdp.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "engine/autograd/engine.h"
+#include "engine/autograd/node.h"
+#include "engine/core/grad_mode.h"
+#include "engine/ops/ops.h"
+
+namespace vramlab::engine {
+
+int64_t fsdp_padded_rows(int64_t rows, int64_t world) { return (rows + world - 1) / world; }
+
+int64_t fsdp_local_rows(int64_t rows, int64_t world, int64_t rank) {
+  const int64_t c = fsdp_padded_rows(rows, world);
+  return std::max<int64_t>(0, std::min(c, rows - rank * c));
+}
+
+namespace {
+
+enum class Training { Idle, Forward, PreBackward, PostBackward };
+
+struct FParam {
+  Tensor p;        // the module's parameter: the unsharded view, storage resized 0 <-> full
+  Tensor padded;   // _sharded_param_data: the padded shard (orig dtype)
+  Tensor sharded;  // the local view the optimizer steps
+  int64_t padded_numel = 0;
+  size_t unsharded_bytes = 0;  // padded_numel * world in the unsharded dtype
+};
+
+struct Group {
+  Module* module = nullptr;
+  bool is_root = false;
+  std::vector<FParam*> params;
+  bool unsharded = false;
+  Tensor all_gather_result;  // pending all-gather output (between unshard and its wait)
+  Training training = Training::Idle;
+  std::vector<size_t> post_forward_indices;
+  bool reshard_after_forward = true;
+};
+
+Shape rest_shape(const Shape& s, int64_t rows) {
+  Shape r = s;
+  if (!r.empty()) r[0] = rows;
+  return r;
+}
+
+}  // namespace
+
+struct Fsdp::Impl : ForwardHooks {
+  EngineContext* ctx = nullptr;
+  FsdpOptions o;
+  std::vector<std::unique_ptr<FParam>> params;
+  std::vector<std::unique_ptr<Group>> groups;  // root first, then the blocks (named_modules order)
+  std::map<Module*, Group*> by_module;
+  Tensor all_gather_state;      // the previous forward all-gather output, until the next copy-out
+  Tensor reduce_scatter_state;  // the previous reduce-scatter input, until the next reduce-scatter
+  std::vector<Group*> post_forward_order;
+  bool callback_queued = false;
+
+  DType unsharded_dtype(const FParam& fp) const { return o.has_param_dtype ? o.param_dtype : fp.padded.dtype(); }
+  bool casts(const FParam& fp) const { return o.has_param_dtype && o.param_dtype != fp.padded.dtype(); }
+
+  Tensor empty(int64_t numel, DType dt, const char* op, Category c) { return make_tensor({numel}, dt, op, c); }
+
+  void unshard(Group& g) {
+    if (g.all_gather_result.defined() || g.unsharded) return;
+    if (o.world == 1) return;  // world 1: no all-gather buffers (copy from the shard)
+    StreamScope ss(ctx->memory(), kAllGatherCopyIn);
+    NoGradGuard ng;
+    int64_t numel = 0;
+    bool cast = false;
+    for (FParam* fp : g.params) {
+      numel += fp->padded_numel;
+      cast = cast || casts(*fp);
+    }
+    const DType dt = unsharded_dtype(*g.params.front());
+    Tensor flat_in;
+    if (cast) flat_in = empty(numel, dt, "fsdp_all_gather_input", Category::Parameter);
+    Tensor out = empty(numel * o.world, dt, "fsdp_all_gather_output", Category::Parameter);
+    flat_in.reset();
+    g.all_gather_result = out;
+  }
+
+  void wait_for_unshard(Group& g) {
+    if (o.world == 1) {
+      if (g.unsharded) return;
+      // world 1: every parameter's unsharded block is a copy of its shard
+      for (FParam* fp : g.params) alloc_unsharded(*fp);
+      g.unsharded = true;
+      return;
+    }
+    if (!g.all_gather_result.defined()) return;
+    if (g.training == Training::Forward) all_gather_state.reset();
+    for (FParam* fp : g.params) alloc_unsharded(*fp);
+    g.unsharded = true;
+    if (g.training == Training::Forward) all_gather_state = g.all_gather_result;
+    g.all_gather_result.reset();
+  }
+
+  void alloc_unsharded(FParam& fp) {
+    Storage& s = *fp.p.storage();
+    if (s.block) return;
+    ctx->resize_storage(s, fp.unsharded_bytes);
+  }
+
+  void to_sharded(Group& g) {
+    if (!g.unsharded) return;
+    for (FParam* fp : g.params) ctx->resize_storage(*fp->p.storage(), 0);
+    g.unsharded = false;
+  }
+
+  void reshard(Group& g) {
+    if (g.training == Training::Forward && !g.reshard_after_forward) return;
+    to_sharded(g);
+  }
+
+  // ForwardHooks
+  Tensor pre(Module& m, const Tensor& x) override {
+    Group& g = *by_module.at(&m);
+    if (g.training == Training::PreBackward) {  // checkpoint recomputation
+      if (!g.unsharded) {
+        unshard(g);
+        wait_for_unshard(g);
+      }
+      return x;
+    }
+    g.training = Training::Forward;
+    unshard(g);
+    wait_for_unshard(g);
+    Group* gp = &g;
+    return apply_post_backward_hook(x, [this, gp] { post_backward(*gp); });
+  }
+
+  void post(Module& m, Tensor& out) override {
+    Group& g = *by_module.at(&m);
+    if (g.training == Training::PreBackward) return;
+    reshard(g);
+    g.post_forward_indices.push_back(post_forward_order.size());
+    post_forward_order.push_back(&g);
+    if (GradMode::is_enabled() && out.requires_grad() && out.grad_fn()) {
+      Group* gp = &g;
+      out.grad_fn()->pre_hooks.push_back([this, gp] { pre_backward(*gp); });
+    }
+    g.training = Training::Idle;
+    if (g.is_root) all_gather_state.reset();
+  }
+
+  void pre_backward(Group& g) {
+    if (!callback_queued) {
+      callback_queued = true;
+      queue_backward_callback([this] { final_callback(); });
+    }
+    if (g.training == Training::PreBackward) return;
+    g.training = Training::PreBackward;
+    unshard(g);
+    wait_for_unshard(g);
+    // _backward_prefetch: the group that ran forward just before this one
+    if (g.post_forward_indices.empty()) return;
+    const size_t cur = g.post_forward_indices.back();
+    g.post_forward_indices.pop_back();
+    if (cur == 0) return;
+    Group& target = *post_forward_order[cur - 1];
+    const Training saved = target.training;
+    target.training = Training::PreBackward;
+    unshard(target);
+    target.training = saved;
+  }
+
+  void post_backward(Group& g) {
+    g.training = Training::PostBackward;
+    std::vector<FParam*> with_grad;
+    std::vector<Tensor> grads;
+    for (FParam* fp : g.params) {
+      Tensor gr = fp->p.grad();
+      if (!gr.defined()) continue;
+      with_grad.push_back(fp);
+      grads.push_back(gr);
+      fp->p.set_grad(Tensor());
+    }
+    to_sharded(g);  // reshard_after_backward
+    if (with_grad.empty()) return;
+    reduce_scatter_state.reset();
+    NoGradGuard ng;
+    const DType grad_dtype = grads.front().dtype();
+    const DType orig = with_grad.front()->padded.dtype();
+    const DType reduce = o.has_reduce_dtype ? o.reduce_dtype : grad_dtype;
+    int64_t out_numel = 0;
+    for (FParam* fp : with_grad) out_numel += fp->padded_numel;
+    Tensor rs_in = empty(out_numel * o.world, reduce, "fsdp_reduce_scatter_input", Category::Gradient);
+    grads.clear();
+    Tensor rs_out;
+    {
+      StreamScope ss(ctx->memory(), kReduceScatter);
+      rs_out = empty(out_numel, reduce, "fsdp_reduce_scatter_output", Category::Gradient);
+      if (reduce != orig) rs_out = rs_out.to(orig);
+    }
+    int64_t off = 0;
+    for (FParam* fp : with_grad) {
+      const Shape& sz = fp->sharded.sizes();
+      Tensor view = make_view(rs_out, sz, contiguous_strides(sz), off);
+      Tensor cur = fp->sharded.grad();
+      if (cur.defined())
+        add_(cur, view);
+      else
+        fp->sharded.set_grad(view);
+      off += fp->padded_numel;
+    }
+    rs_out.reset();
+    if (o.world > 1) reduce_scatter_state = rs_in;
+  }
+
+  void final_callback() {
+    for (auto& g : groups) {
+      if (g->training != Training::PostBackward) post_backward(*g);
+      g->training = Training::Idle;
+      g->all_gather_result.reset();  // finalize_backward: an unused prefetch
+      g->post_forward_indices.clear();
+    }
+    post_forward_order.clear();
+    reduce_scatter_state.reset();
+    callback_queued = false;
+  }
+};
+
+Fsdp::~Fsdp() = default;
+
+std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& o, std::unique_ptr<Model>& model) {
+  EngineContext& ctx = current_context();
+  auto f = std::make_shared<Fsdp>();
+  f->impl = std::make_unique<Fsdp::Impl>();
+  Fsdp::Impl& I = *f->impl;
+  I.ctx = &ctx;
+  I.o = o;
+
+  // with torch.device("meta"): the model's tensors take no device memory
+  RoundingMemory meta;
+  {
+    MemoryBackend* real = ctx.swap_memory(&meta);
+    struct Restore {
+      EngineContext& c;
+      MemoryBackend* m;
+      ~Restore() { c.swap_memory(m); }
+    } restore{ctx, real};
+    model = build_model(spec.model);
+    model->set_checkpoint(spec.checkpoint);
+    if (o.has_param_dtype && o.param_dtype != DType::Float32) model->to_dtype(o.param_dtype);
+    for (auto& p : model->parameters()) ctx.resize_storage(*p.storage(), 0);
+    std::function<void(Module&)> drop_buffers = [&](Module& m) {
+      for (auto& [n, c] : m.children()) drop_buffers(*c);
+      for (auto& [n, b] : m.own_buffers())
+        if (b.storage()->block) ctx.resize_storage(*b.storage(), 0);
+    };
+    drop_buffers(*model);
+  }
+
+  // fully_shard(block) for each block, then fully_shard(root): groups and their parameters
+  Module* blocks = nullptr;
+  for (auto& [n, c] : model->children())
+    if (n == "blocks") blocks = c.get();
+  if (!blocks)
+    throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks; " + spec.model.kind +
+                                " has none (use gpt or llama)");
+  std::map<const TensorImpl*, FParam*> managed;
+  auto make_group = [&](Module& m, bool root) {
+    auto g = std::make_unique<Group>();
+    g->module = &m;
+    g->is_root = root;
+    g->reshard_after_forward = o.reshard_after_forward;
+    for (auto& p : m.parameters()) {
+      if (managed.count(p.impl())) continue;
+      auto fp = std::make_unique<FParam>();
+      fp->p = p;
+      const int64_t rows = p.dim() ? p.size(0) : 1;
+      const int64_t per_row = rows ? p.numel() / rows : 0;
+      fp->padded_numel = fsdp_padded_rows(rows, o.world) * per_row;
+      fp->unsharded_bytes = size_t(fp->padded_numel * o.world) * itemsize(p.dtype());
+      managed[p.impl()] = fp.get();
+      g->params.push_back(fp.get());
+      I.params.push_back(std::move(fp));
+    }
+    return g;
+  };
+  std::vector<std::unique_ptr<Group>> block_groups;
+  for (auto& [n, b] : blocks->children()) block_groups.push_back(make_group(*b, false));
+  I.groups.push_back(make_group(*model, true));
+  for (auto& g : block_groups) I.groups.push_back(std::move(g));
+  for (auto& g : I.groups) I.by_module[g->module] = g.get();
+
+  // model.to_empty(device): Module._apply order (children, then own parameters, then
+  // buffers); each parameter gets its unpadded local shard, each buffer its whole size.
+  // After an FSDP module's subtree, reset_sharded_param pads shards that are uneven.
+  const DType orig = DType::Float32;
+  std::map<const TensorImpl*, Tensor> local;  // unpadded to_empty result
+  std::set<const TensorImpl*> done;
+  auto shard_dims = [&](FParam& fp, int64_t rows_of) {
+    return rest_shape(fp.p.sizes().empty() ? Shape{1} : fp.p.sizes(), rows_of);
+  };
+  std::function<void(Module&)> to_empty = [&](Module& m) {
+    for (auto& [n, c] : m.children()) to_empty(*c);
+    for (auto& [n, p] : m.own_parameters()) {
+      if (!done.insert(p.impl()).second) continue;
+      FParam& fp = *managed.at(p.impl());
+      const int64_t rows = p.dim() ? p.size(0) : 1;
+      const int64_t lr = fsdp_local_rows(rows, o.world, o.rank);
+      CategoryScope cs(Category::Parameter);
+      local[p.impl()] = make_tensor(shard_dims(fp, lr), orig, "fsdp_shard", Category::Parameter);
+    }
+    for (auto& [n, b] : m.own_buffers()) {
+      CategoryScope cs(Category::Other);
+      ctx.resize_storage(*b.storage(), b.storage()->nbytes);
+    }
+    auto it = I.by_module.find(&m);
+    if (it == I.by_module.end()) return;
+    for (FParam* fp : it->second->params) {
+      Tensor& l = local.at(fp->p.impl());
+      const int64_t rows = fp->p.dim() ? fp->p.size(0) : 1;
+      const int64_t pr = fsdp_padded_rows(rows, o.world), lr = fsdp_local_rows(rows, o.world, o.rank);
+      if (lr == pr) {
+        fp->padded = l;
+      } else {  // new_zeros(padded) and copy: the unpadded block goes
+        fp->padded = make_tensor(shard_dims(*fp, pr), orig, "fsdp_shard", Category::Parameter);
+        l.reset();
+      }
+      Tensor v = make_view(fp->padded, shard_dims(*fp, lr), contiguous_strides(shard_dims(*fp, lr)), 0);
+      v.impl()->is_view = false;  // a leaf nn.Parameter (DTensor local tensor)
+      v.requires_grad_(fp->p.requires_grad());
+      fp->sharded = v;
+    }
+  };
+  to_empty(*model);
+  local.clear();
+  for (auto& p : model->parameters()) f->sharded_.push_back(managed.at(p.impl())->sharded);
+  for (auto& g : I.groups) {
+    std::shared_ptr<ForwardHooks> h(f, f->impl.get());
+    g->module->forward_hooks = h;
+  }
+  return f;
+}
+
+}  // namespace vramlab::engine

@@ -1,0 +1,127 @@
+// Data parallel on the simulated H100, against PyTorch 2.11 on two GPUs:
+// - test/refs/dist_reference.json (2x H200, published): every launch's readings;
+// - test/refs/measured/h100x2_dist_more.json (2x H100, ours).
+// FSDP2 is deterministic and rank-symmetric in PyTorch. The configurations with a bf16
+// param_dtype (the GPT ones, and Llama under autocast) must be exact on every rank, every
+// reading; the rest (fp32 parameters: a block that lands in a different free block of the
+// default stream's pool at the first optimizer step, found 0.5 to 3.5 MiB apart; Llama with
+// a bf16 param_dtype: FSDP's cast of the rotary tables is not modelled) within max(2%,
+// 4 MiB). Printed per configuration: EXACT or the differences in MiB. A reference launch
+// that PyTorch itself failed ("error") is skipped, as in the transformer parity test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "spec_util.h"
+
+using namespace vramlab::engine;
+
+namespace {
+
+const SpecValue& load(const std::string& rel) {
+  static std::map<std::string, SpecValue> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) it = cache.emplace(rel, load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + rel)).first;
+  return it->second;
+}
+
+// Every launch of every configuration of `kind`: (spec, launches of per-rank readings).
+struct Launches {
+  SpecValue spec;
+  std::vector<const SpecValue*> ranks;  // each an array of per-rank reading objects
+};
+std::vector<Launches> configs(const std::string& kind) {
+  std::vector<Launches> out;
+  for (auto& r : load("test/refs/dist_reference.json")["runs"].items()) {
+    if (r["spec"]["parallel"]["kind"].as_string("kind") != kind || r.find("error")) continue;
+    Launches l{r["spec"], {}};
+    for (auto& launch : r["runs"].items()) l.ranks.push_back(&launch);
+    out.push_back(l);
+  }
+  for (auto& r : load("test/refs/measured/h100x2_dist_more.json").items()) {
+    if (r["spec"]["parallel"]["kind"].as_string("kind") != kind) continue;
+    out.push_back(Launches{r["spec"], {&r["ranks"]}});
+  }
+  return out;
+}
+
+}  // namespace
+
+bool must_be_exact(const SpecValue& spec) {
+  const SpecValue* pd = spec["parallel"].find("param_dtype");
+  const bool bf16_params = pd && !pd->is_null() && pd->as_string("param_dtype") == "bf16";
+  const std::string kind = spec["model"]["kind"].as_string("kind");
+  const SpecValue* prec = spec.find("precision");
+  const bool autocast_bf16 = prec && prec->as_string("precision") == "bf16";
+  return (kind == "gpt" && bf16_params) || (kind == "llama" && !bf16_params && autocast_bf16);
+}
+
+TEST(DistParity, Fsdp2EveryRankMatchesPyTorch) {
+  int exact = 0, total = 0;
+  for (auto& c : configs("fsdp2")) {
+    SCOPED_TRACE(c.spec.to_json());
+    const bool want_exact = must_be_exact(c.spec);
+    RunResult r = run_experiment(vramlab::spectest::spec(c.spec));
+    std::ostringstream diffs;
+    bool all = true;
+    for (const SpecValue* launch : c.ranks) {
+      const auto& ranks = launch->items();
+      ASSERT_EQ(r.ranks.size(), ranks.size());
+      for (size_t k = 0; k < ranks.size(); ++k)
+        for (auto& [key, val] : ranks[k].fields()) {
+          int64_t ours = -1;
+          for (auto& [ok, ov] : r.ranks[k])
+            if (ok == key) ours = ov;
+          const int64_t torch = val.as_int(key);
+          if (want_exact)
+            EXPECT_EQ(ours, torch) << "rank " << k << " " << key;
+          else
+            EXPECT_LE(std::abs(double(ours - torch)), std::max(0.02 * double(torch), 4.0 * 1048576.0))
+                << "rank " << k << " " << key << ": ours " << ours << " vs torch " << torch;
+          if (ours != torch && k == 0 && launch == c.ranks.front()) {
+            all = false;
+            char buf[96];
+            std::snprintf(buf, sizeof buf, " %s:%+.3fMiB", key.c_str(), double(ours - torch) / 1048576.0);
+            diffs << buf;
+          }
+        }
+    }
+    ++total;
+    exact += all;
+    std::printf("  %s %s%s\n", all ? "EXACT " : "off   ", c.spec.to_json().substr(0, 170).c_str(), diffs.str().c_str());
+  }
+  std::printf("  fsdp2: %d of %d configurations exact on every rank\n", exact, total);
+}
+
+// torch.chunk splits 8192 rows over 3 ranks as 2731, 2731, 2730: every rank allocates the
+// padded 2731-row shard, but the optimizer's state follows the unpadded local tensor, so
+// rank 2 is simulated on its own and holds less after its first step; ranks 0 and 1 are one.
+TEST(DistParity, Fsdp2UnevenShardsMakeRanksDiffer) {
+  RunResult r = run_experiment(vramlab::spectest::spec(
+      std::string(R"({"model":{"kind":"gpt","vocab":8192,"seq":64,"dim":96,"depth":2,"heads":4},"batch":2,)"
+                  R"("optimizer":"adamw","parallel":{"kind":"fsdp2","world":3}})")));
+  ASSERT_EQ(r.ranks.size(), 3u);
+  EXPECT_EQ(r.rank_class, (std::vector<int64_t>{0, 0, 2}));
+  auto at = [&](int k, const std::string& key) {
+    for (auto& [n, v] : r.ranks[size_t(k)])
+      if (n == key) return v;
+    return int64_t(-1);
+  };
+  EXPECT_EQ(at(0, "params"), at(2, "params"));  // padded shards on every rank
+  EXPECT_EQ(at(0, "it0_after_zero_grad"), at(1, "it0_after_zero_grad"));
+  EXPECT_LT(at(2, "it0_after_zero_grad"), at(0, "it0_after_zero_grad"));
+}
+
+// World 8 with dims that split evenly: one simulation stands for all eight ranks.
+TEST(DistParity, Fsdp2SymmetricRanksSimulatedOnce) {
+  RunResult r = run_experiment(vramlab::spectest::spec(
+      std::string(R"({"model":{"kind":"gpt","vocab":8192,"seq":64,"dim":128,"depth":2,"heads":4},"batch":2,)"
+                  R"("optimizer":"adamw","parallel":{"kind":"fsdp2","world":8}})")));
+  ASSERT_EQ(r.ranks.size(), 8u);
+  for (int64_t c : r.rank_class) EXPECT_EQ(c, 0);
+  for (auto& rk : r.ranks) EXPECT_EQ(rk, r.readings);
+  EXPECT_EQ(r.nccl, int64_t(846) << 20);
+}
