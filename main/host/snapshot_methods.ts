@@ -18,7 +18,7 @@ import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
 import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
 import { busiestDevice, loadSnapshotBufferSliced, PickleError, snapshotDevices, SnapshotFormatError } from '../snapshot/import';
-import { windowStart, type WindowStart } from '../snapshot/window_start';
+import { windowStart, windowStartSliced, type WindowStart } from '../snapshot/window_start';
 import type { Snapshot } from '../snapshot/model';
 import { hasNativeReplay, nativeReplay, replayer, type Replayer, type ReplayOutcome } from '../snapshot/replay';
 import { parseSize } from '../snapshot/sizes';
@@ -152,7 +152,12 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
         throw new Error(`${name} is not a PyTorch memory snapshot vramlab can read: ${err.message}`, { cause: err });
       throw err;
     }
-    const entry = store.add(name, whole.length, snapshot, { devices: new Map() });
+    // The state at the trace's start is the costly part after the read (a walk back over every
+    // event): done here in slices too, so summarize() finds it ready.
+    const dev = defaultDevice(snapshot);
+    const start = await windowStartSliced(snapshot, dev);
+    const devices = new Map([[dev, { stats: traceStats(snapshot, dev, { top: 200, maxPoints: 1 }), start, outcomes: new Map() }]]);
+    const entry = store.add(name, whole.length, snapshot, { devices });
     return { done: true, uploadId: p.uploadId, snapshot: summarize(entry.id) };
   });
 

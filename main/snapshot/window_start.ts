@@ -133,6 +133,32 @@ class Walk {
 }
 
 export function windowStart(s: Snapshot, device: number): WindowStart {
+  const steps = walkSteps(s, device);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** The same walk with the event loop turning every few milliseconds: serve opens a large
+ *  snapshot without holding up its other clients. */
+export async function windowStartSliced(s: Snapshot, device: number, sliceMs = 20): Promise<WindowStart> {
+  const steps = walkSteps(s, device);
+  let t = Date.now();
+  let r = steps.next();
+  while (!r.done) {
+    if (Date.now() - t >= sliceMs) {
+      await new Promise((resolve) => setImmediate(resolve));
+      t = Date.now();
+    }
+    r = steps.next();
+  }
+  return r.value;
+}
+
+/** Events undone between two chances to yield. */
+const WALK_SLICE = 4096;
+
+function* walkSteps(s: Snapshot, device: number): Generator<void, WindowStart> {
   const settings = s.allocatorSettings;
   const maxSplit = settings?.maxSplitSize ?? Infinity;
   const w = new Walk();
@@ -158,6 +184,7 @@ export function windowStart(s: Snapshot, device: number): WindowStart {
 
   const events = s.deviceTraces[device] ?? [];
   for (let i = events.length - 1; i >= 0; i--) {
+    if (i % WALK_SLICE === 0) yield;
     const e = events[i];
     switch (e.action) {
       case 'alloc': {

@@ -20,7 +20,7 @@ import { loadSnapshotBuffer } from '../../main/snapshot/import';
 import { checkSpec, engineSpec } from '../../main/contract/spec';
 import { layerSteps, MAX_ITERATIONS, MAX_LAYER_STEPS, specLimitIssues } from '../../main/contract/limits';
 import { histogramTotal, isDraw, shapeCount } from '../../main/contract/shapes';
-import { familyOf, modelDims } from '../../main/contract/catalogue';
+import { familyOf, MAX_WORLD, modelDims } from '../../main/contract/catalogue';
 import { createHost } from '../../main/host/create';
 import { startServer, type RunningServer } from '../../main/server/server';
 import { rendererDist } from '../../main/paths';
@@ -188,8 +188,27 @@ describe('fuzz: specs with shapes, fine-tuning and generation', () => {
     },
     { weight: 1, arbitrary: fc.record({ method: fc.constantFrom('qlora', '') }) },
   );
+  // Data parallel: mostly absent, else a mix of valid and broken settings.
+  const parallel = fc.oneof(
+    { weight: 6, arbitrary: fc.constant(undefined) },
+    {
+      weight: 2,
+      arbitrary: fc.record(
+        {
+          kind: rare(fc.constantFrom('fsdp2', 'ddp'), fc.constant('zero3')),
+          world: rare(fc.constantFrom(1, 2, 4, 8, 64), fc.integer({ min: -2, max: 1e6 })),
+          reshard_after_forward: fc.boolean(),
+          param_dtype: fc.constantFrom(null, 'bf16', 'fp16', 'fp32', 'int4'),
+          reduce_dtype: fc.constantFrom(null, 'fp32', 'bf16'),
+          bucket_cap_mb: small(100),
+        },
+        { requiredKeys: ['kind'] },
+      ),
+    },
+  );
   const spec = fc.record(
     {
+      parallel,
       model: fc.record(
         {
           kind: rare(fc.constantFrom('gpt', 'llama'), fc.constant('mlp')),
@@ -220,12 +239,14 @@ describe('fuzz: specs with shapes, fine-tuning and generation', () => {
   const specs = fc.tuple(spec, fc.boolean()).map(([s, keep]) => {
     if (s.shapes && !keep) delete s.iterations;
     if (s.mode !== 'train' && !keep) delete s.empty_cache_every;
+    if (s.parallel === undefined) delete s.parallel;
     return s;
   });
 
   it('3000 random specs: checkSpec never throws; what it accepts is bounded and consistent', () => {
     let accepted = 0;
     let drawn = 0;
+    let parallelAccepted = 0;
     fc.assert(
       fc.property(specs, (s) => {
         const r = checkSpec(s);
@@ -247,6 +268,12 @@ describe('fuzz: specs with shapes, fine-tuning and generation', () => {
           expect(sp.finetune.targets.every((t) => allowed.includes(t))).toBe(true);
           expect(new Set(sp.finetune.targets).size).toBe(sp.finetune.targets.length);
         }
+        if (sp.parallel) {
+          // Data parallel applies to training, one rank per GPU of a bounded world.
+          expect(sp.mode).toBe('train');
+          expect(Number.isInteger(sp.parallel.world) && sp.parallel.world >= 1 && sp.parallel.world <= MAX_WORLD).toBe(true);
+          parallelAccepted++;
+        }
         if (sp.shapes) {
           expect(sp.mode).toBe('train');
           expect(shapeCount(sp.shapes)).toBe(sp.iterations);
@@ -264,6 +291,7 @@ describe('fuzz: specs with shapes, fine-tuning and generation', () => {
     if (process.env.FUZZ_DEBUG) console.log(`accepted ${accepted} of 3000, ${drawn} with a draw`);
     expect(accepted).toBeGreaterThan(150);
     expect(drawn).toBeGreaterThan(20);
+    expect(parallelAccepted).toBeGreaterThan(0);
   });
 });
 

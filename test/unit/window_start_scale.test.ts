@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Snapshot, SnapshotSegment, TraceEvent } from '../../main/snapshot/model';
-import { startTotals, windowStart } from '../../main/snapshot/window_start';
+import { startTotals, windowStart, windowStartSliced } from '../../main/snapshot/window_start';
 
 const MB = 1 << 20;
 const BASE = 0x7f00_0000_0000;
@@ -43,6 +43,21 @@ function segment(address: number, totalSize: number, blocks: SnapshotSegment['bl
 }
 
 describe('crafted late-start traces', () => {
+  it('the sliced walk (serve) lets the event loop turn and ends in the same state', async () => {
+    // 200,000 segment_free of segments older than the trace: every undo adds a segment.
+    const n = 200_000;
+    const trace: TraceEvent[] = [];
+    for (let k = 0; k < n; k++) trace.push(ev('segment_free', BASE + k * 2 * MB, 2 * MB));
+    const s = snapshot([], trace);
+    let turns = 0;
+    const tick = setInterval(() => turns++, 0);
+    const sliced = await windowStartSliced(s, 0, 1);
+    clearInterval(tick);
+    expect(turns).toBeGreaterThan(0); // timers ran while it walked: other clients are served
+    expect(sliced).toEqual(windowStart(s, 0));
+    expect(startTotals(sliced)).toMatchObject({ reserved: n * 2 * MB, allocations: 0 });
+  });
+
   it('40,000 segment_maps on one expandable segment, each holding an allocation (was 73 s)', () => {
     const n = 40_000;
     const trace: TraceEvent[] = [];
