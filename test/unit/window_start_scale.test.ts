@@ -44,8 +44,8 @@ function segment(address: number, totalSize: number, blocks: SnapshotSegment['bl
 
 describe('crafted late-start traces', () => {
   it('the sliced walk (serve) lets the event loop turn and ends in the same state', async () => {
-    // 200,000 segment_free of segments older than the trace: every undo adds a segment.
-    const n = 200_000;
+    // 40,000 segment_free of segments older than the trace: every undo adds a segment.
+    const n = 40_000;
     const trace: TraceEvent[] = [];
     for (let k = 0; k < n; k++) trace.push(ev('segment_free', BASE + k * 2 * MB, 2 * MB));
     const s = snapshot([], trace);
