@@ -249,6 +249,45 @@ describe('progress batcher', () => {
     for (let i = 1; i < samples.length; i++) expect(samples[i].t).toBeGreaterThan(samples[i - 1].t);
   });
 
+  it('sends the end of a run under backpressure, numbered, and resolves close() only when all of it went', async () => {
+    const sent: RunProgress[] = [];
+    let ready = true;
+    // A consumer that takes two messages per frame, like a socket whose buffer fills.
+    let room = 2;
+    const b = new ProgressBatcher(
+      'r',
+      (p) => {
+        sent.push(p);
+        if (--room <= 0) ready = false;
+      },
+      { intervalMs: 5, maxEvents: 10, ready: () => ready },
+    );
+    const events = Array.from({ length: 95 }, (_, i) => ({
+      type: 'phase' as const,
+      t: i,
+      edge: 'begin' as const,
+      name: 'module',
+      iteration: 0,
+      micro_batch: 0,
+      module: `m${i}`,
+    }));
+    b.push([s(50), s(94.5)], events);
+    const timer = setInterval(() => {
+      room = 2;
+      ready = true;
+    }, 5);
+    let closed = false;
+    const done = b.close().then(() => (closed = true));
+    expect(sent.length).toBe(2); // no more than the consumer had room for
+    expect(closed).toBe(false);
+    await done;
+    clearInterval(timer);
+    expect(sent.map((p) => p.seq)).toEqual(sent.map((_, i) => i));
+    expect(b.sent).toBe(sent.length);
+    expect(sent.flatMap((p) => p.events).map((e) => e.t)).toEqual(events.map((e) => e.t));
+    expect(sent.flatMap((p) => p.samples).map((x) => x.t)).toEqual([50, 94.5]);
+  });
+
   it('spreads many events over frames without losing any, keeping time order', () => {
     const sent: RunProgress[] = [];
     const b = new ProgressBatcher('r', (p) => sent.push(p), { maxEvents: 10 });
