@@ -47,7 +47,7 @@ export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boo
     colorScheme: opts.dark ? 'dark' : 'light',
   });
   const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('pageerror', (e) => errors.push(e.stack ?? e.message));
   page.on('console', (m) => {
     if (m.type() === 'error' && !/WebSocket connection .* failed|ERR_CONNECTION_REFUSED/.test(m.text())) errors.push(m.text());
   });
