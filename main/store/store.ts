@@ -229,8 +229,23 @@ function sanitizeName(name: string | undefined): string {
     .slice(0, 200);
 }
 
+/** "llama 2048x22 LoRA r8 b8 adamw bf16": the model, how it is tuned, batch, what it does, dtype. */
 function defaultName(spec: Spec): string {
-  return `${modelName(spec.model)} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}`;
+  return [
+    modelName(spec.model),
+    finetuneName(spec),
+    `b${spec.batch}`,
+    spec.mode === 'train' ? spec.optimizer.kind : spec.mode,
+    spec.precision,
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
+function finetuneName(spec: Pick<Spec, 'finetune'>): string {
+  const f = spec.finetune;
+  if (!f || f.method === 'full') return '';
+  return f.method === 'lora' ? `LoRA r${f.rank}` : `freeze ${f.blocks}`;
 }
 
 async function sweepTemps(dir: string, graceMs: number): Promise<void> {
