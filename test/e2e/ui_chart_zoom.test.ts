@@ -3,7 +3,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium } from '../helpers/browser';
-import { fill, openLab, startUi, waitForRun, type UiEnv } from './ui_helpers';
+import { fill, openLab, shot, startUi, waitForRun, type UiEnv } from './ui_helpers';
 
 async function hoverAcross(page: Page) {
   const box = (await page.locator('[data-testid="memory-chart"] canvas').boundingBox())!;
@@ -28,9 +28,19 @@ describe.skipIf(!haveChromium())('UI: memory chart zoom', () => {
     await page.getByTestId('run').click();
     expect(await waitForRun(page, 'ui_chart_zoom')).toBe('done');
     const chart = page.getByTestId('memory-chart');
+    // The bands have a key; the y axis fits the run (its peak is at least half the height).
+    const phases = await page
+      .locator('[data-testid="phase-key"] [data-phase]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-phase')));
+    expect(phases).toEqual(expect.arrayContaining(['prefill', 'decode']));
+    const peakY = Number((await chart.getAttribute('data-peak'))!.split(',')[1]);
+    const fitted = Number(await chart.getAttribute('data-y-max'));
+    expect(fitted).toBeGreaterThanOrEqual(peakY);
+    expect(fitted).toBeLessThanOrEqual(peakY * 2);
     for (const view of ['view-stacked', 'view-lines']) {
       await page.getByTestId(view).check();
       await page.waitForTimeout(100);
+      await page.getByTestId('run-view').screenshot({ path: shot(`ui_chart_generate_${view.slice(5)}`) });
       const box = (await chart.locator('canvas').boundingBox())!;
       const yMaxBefore = Number(await chart.getAttribute('data-y-max'));
       await hoverAcross(page);
@@ -42,6 +52,7 @@ describe.skipIf(!haveChromium())('UI: memory chart zoom', () => {
       await page.getByRole('button', { name: 'Pan right' }).click();
       await hoverAcross(page);
       await page.waitForTimeout(100);
+      await page.getByTestId('run-view').screenshot({ path: shot(`ui_chart_zoomed_${view.slice(5)}`) });
       // The y axis fits what is in view, never more than the whole run's.
       expect(Number(await chart.getAttribute('data-y-max'))).toBeLessThanOrEqual(yMaxBefore);
       await page.getByTestId('reset-zoom').click();

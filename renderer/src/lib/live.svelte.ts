@@ -25,6 +25,8 @@ export class LiveRun {
   /** The next batch number expected; `lost` once one did not arrive in order. */
   private nextSeq = 0;
   private lost = false;
+  /** True when batches were lost and the series came from the stored run instead. */
+  reloaded = false;
 
   constructor(readonly spec: SpecInput | null) {}
 
@@ -85,16 +87,12 @@ export class LiveRun {
         const rec = await api.getRun(this.transport, d.runId);
         this.series.reset();
         this.series.ingest(rec.timeline, rec.events);
+        this.reloaded = true;
       } catch (e) {
         this.error = `the end of the run's memory timeline was lost on the way and could not be reloaded: ${e instanceof Error ? e.message : String(e)}`;
       }
     }
     this.settle(d.meta);
-  }
-
-  /** True when batches were lost and the series came from the stored run instead. */
-  get reloaded(): boolean {
-    return this.lost;
   }
 
   settle(meta: RunMeta): void {
