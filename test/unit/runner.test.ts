@@ -92,6 +92,38 @@ describe('runner (native worker thread, synthetic job)', () => {
     expect(progress.every((p) => p.runId === run.runId)).toBe(true);
   });
 
+  it('announces done only after the last progress batch went through a congested consumer, with their count', async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-runner-'));
+    temps.push(home);
+    const store = await RunStore.open(home);
+    const log: string[] = [];
+    const progress: RunProgress[] = [];
+    let room = 0;
+    const manager = new RunManager(
+      native,
+      store,
+      {
+        progress: (p) => {
+          progress.push(p);
+          room--;
+          log.push('progress');
+        },
+        done: (_m, batches) => log.push(`done ${batches}`),
+        error: (_id, message) => log.push(`error ${message}`),
+      },
+      // A consumer that takes one message every 30 ms: the run ends long before it caught up.
+      { intervalMs: 1, maxSamples: 8, maxEvents: 4, ready: () => room > 0 },
+    );
+    const freeing = setInterval(() => (room = 1), 30);
+    const run = await manager.start({}, { job: synthetic({ steps: 300, step_ms: 0 }) });
+    await run.done;
+    clearInterval(freeing);
+    expect(log[log.length - 1]).toBe(`done ${progress.length}`);
+    expect(log.filter((l) => l.startsWith('done'))).toHaveLength(1);
+    expect(progress.map((p) => p.seq)).toEqual(progress.map((_, i) => i));
+    expect(progress.reduce((n, p) => n + p.samples.length + p.dropped, 0)).toBe(300);
+  });
+
   it('cancels a running job promptly and records it as cancelled', async () => {
     const { manager, store, done } = await setup();
     const run = await manager.start({}, { job: synthetic({ steps: 10_000_000, step_ms: 1 }) });
