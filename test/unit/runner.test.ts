@@ -111,10 +111,10 @@ describe('runner (native worker thread, synthetic job)', () => {
         done: (_m, batches) => log.push(`done ${batches}`),
         error: (_id, message) => log.push(`error ${message}`),
       },
-      // A consumer that takes one message every 30 ms: the run ends long before it caught up.
+      // A consumer that takes one message every 10 ms: the run ends long before it caught up.
       { intervalMs: 1, maxSamples: 8, maxEvents: 4, ready: () => room > 0 },
     );
-    const freeing = setInterval(() => (room = 1), 30);
+    const freeing = setInterval(() => (room = 1), 10);
     const run = await manager.start({}, { job: synthetic({ steps: 300, step_ms: 0 }) });
     await run.done;
     clearInterval(freeing);
