@@ -121,19 +121,24 @@ export class ProgressBatcher {
     this.send(msg);
   }
 
-  /** Halves the pending samples into buckets of two, keeping the higher one of each. */
+  /**
+   * Halves the pending samples into buckets of two, keeping the higher one of each; the newest
+   * sample stays as it is, so the run's end (and the latest reading) is never merged away.
+   */
   private merge(): void {
     while (this.samples.length > this.maxSamples) {
+      const n = this.samples.length - 1;
       const out: MemorySample[] = [];
-      for (let i = 0; i < this.samples.length; i += 2) {
+      for (let i = 0; i < n; i += 2) {
         const a = this.samples[i];
-        const b = this.samples[i + 1];
+        const b = i + 1 < n ? this.samples[i + 1] : undefined;
         if (!b) out.push(a);
         else {
           out.push(b.allocated >= a.allocated ? b : a);
           this.dropped++;
         }
       }
+      out.push(this.samples[n]);
       this.samples = out;
     }
   }

@@ -276,6 +276,7 @@ describe('progress batcher', () => {
     const samples = sent.flatMap((p) => p.samples);
     expect(samples.length).toBeLessThanOrEqual(64 * 5);
     expect(Math.max(...samples.map((x) => x.allocated))).toBe(10 ** 9);
+    expect(samples[samples.length - 1].t).toBe(4999); // the run's end is never merged away
     expect(sent.reduce((n, p) => n + p.events.length, 0)).toBe(50);
     expect(samples.length + sent.reduce((n, p) => n + p.dropped, 0)).toBe(5000);
     for (let i = 1; i < samples.length; i++) expect(samples[i].t).toBeGreaterThan(samples[i - 1].t);
@@ -318,6 +319,21 @@ describe('progress batcher', () => {
     expect(b.sent).toBe(sent.length);
     expect(sent.flatMap((p) => p.events).map((e) => e.t)).toEqual(events.map((e) => e.t));
     expect(sent.flatMap((p) => p.samples).map((x) => x.t)).toEqual([50, 94.5]);
+  });
+
+  it('keeps the newest sample when merging, so a falling run still ends where it ended', async () => {
+    const sent: RunProgress[] = [];
+    let ready = false;
+    const b = new ProgressBatcher('r', (p) => sent.push(p), { intervalMs: 5, maxSamples: 8, ready: () => ready });
+    b.push(
+      Array.from({ length: 100 }, (_, i) => s(i, 1000 - i)),
+      [],
+    );
+    ready = true;
+    await b.close();
+    const samples = sent.flatMap((p) => p.samples);
+    expect(samples[samples.length - 1].t).toBe(99);
+    expect(samples[0].allocated).toBe(1000);
   });
 
   it('spreads many events over frames without losing any, keeping time order', () => {
