@@ -178,11 +178,15 @@ export interface RunProgress {
   latest: MemorySample | null;
   phase: string;
   iteration: number;
+  /** 0, 1, 2... per run: a gap means a batch was lost on the way. */
+  seq: number;
 }
 
 export interface RunDone {
   runId: string;
   meta: RunMeta;
+  /** How many run.progress batches the run sent: fewer received means the live view is short. */
+  batches?: number;
 }
 
 export interface RunErrorEvent {

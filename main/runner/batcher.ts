@@ -2,6 +2,9 @@
 // (~16 ms), however fast samples arrive. Backpressure: while the consumer says it is
 // not ready, nothing is sent and samples keep merging (each bucket keeps its highest
 // sample, so peaks survive); markers are never merged, only spread over frames.
+// Each message carries its sequence number, and the end of a run is sent under the same
+// backpressure (close() resolves once all of it went): a transport that drops frames when
+// its buffers overflow would otherwise lose the run's end, and the viewer could not tell.
 import type { MemorySample, RunEvent, RunProgress } from '../contract/runs';
 
 export interface BatcherOptions {
@@ -12,6 +15,8 @@ export interface BatcherOptions {
   maxEvents?: number;
   /** False while the transport is congested: the batch waits (and keeps merging). */
   ready?: () => boolean;
+  /** How long close() waits for a congested transport before sending the rest anyway. */
+  closeWaitMs?: number;
 }
 
 export class ProgressBatcher {
@@ -50,12 +55,27 @@ export class ProgressBatcher {
     this.schedule();
   }
 
-  /** Sends whatever is pending now (the run ended); later pushes are ignored. */
-  close(): void {
+  /**
+   * The run ended: sends whatever is pending, as fast as the consumer takes it (all at once
+   * without a ready probe), and resolves when the last message went. Later pushes are ignored.
+   */
+  close(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    while (this.samples.length || this.events.length || this.dropped) this.emit();
     this.closed = true;
+    const giveUp = Date.now() + (this.opts.closeWaitMs ?? 30_000);
+    return new Promise((resolve) => {
+      const drain = () => {
+        while (this.pending() && (!this.opts.ready || this.opts.ready() || Date.now() >= giveUp)) this.emit();
+        if (this.pending()) setTimeout(drain, this.interval);
+        else resolve();
+      };
+      drain();
+    });
+  }
+
+  private pending(): boolean {
+    return this.samples.length > 0 || this.events.length > 0 || this.dropped > 0;
   }
 
   private schedule(): void {
@@ -93,6 +113,7 @@ export class ProgressBatcher {
       latest: samples.length ? samples[samples.length - 1] : null,
       phase: this.phase,
       iteration: this.iteration,
+      seq: this.sent,
     };
     this.dropped = 0;
     this.lastSent = Date.now();
@@ -100,19 +121,24 @@ export class ProgressBatcher {
     this.send(msg);
   }
 
-  /** Halves the pending samples into buckets of two, keeping the higher one of each. */
+  /**
+   * Halves the pending samples into buckets of two, keeping the higher one of each; the newest
+   * sample stays as it is, so the run's end (and the latest reading) is never merged away.
+   */
   private merge(): void {
     while (this.samples.length > this.maxSamples) {
+      const n = this.samples.length - 1;
       const out: MemorySample[] = [];
-      for (let i = 0; i < this.samples.length; i += 2) {
+      for (let i = 0; i < n; i += 2) {
         const a = this.samples[i];
-        const b = this.samples[i + 1];
+        const b = i + 1 < n ? this.samples[i + 1] : undefined;
         if (!b) out.push(a);
         else {
           out.push(b.allocated >= a.allocated ? b : a);
           this.dropped++;
         }
       }
+      out.push(this.samples[n]);
       this.samples = out;
     }
   }

@@ -18,7 +18,8 @@ import type { WorkSlots } from './slots';
 
 export interface RunEvents {
   progress(p: RunProgress): void;
-  done(meta: RunMeta): void;
+  /** After the last progress batch went; `batches` is how many the run sent. */
+  done(meta: RunMeta, batches: number): void;
   error(runId: string, message: string, meta: RunMeta | null): void;
 }
 
@@ -115,17 +116,23 @@ export class RunManager {
         finished = true;
         release();
         this.active.delete(runId);
+        // The end of the run goes under backpressure too; done follows its last batch.
+        let flushed: Promise<void>;
         try {
-          batcher.close();
+          flushed = batcher.close();
         } catch (err) {
           failure ??= `runner: ${describeError(err)}`;
+          flushed = Promise.resolve();
         }
         const outcome = failure ? { ...batch.outcome, status: 'error' as const, error: failure } : batch.outcome;
         // After an OOM: what the job needs (fit's probes only ask whether it fits), and with no
         // sweep or fit around it, the remedies that the simulator finds to fit.
         const verdict = !opts.job && opts.group?.kind !== 'fit';
         const advise = verdict && !opts.group;
-        void this.finish(spec, writer, outcome, tracker, keepEvents, { verdict, advise }).then(resolveDone);
+        void Promise.all([this.finish(spec, writer, outcome, tracker, keepEvents, { verdict, advise }), flushed]).then(([end]) => {
+          this.announce(end, batcher.sent);
+          resolveDone(end.meta);
+        });
       }
     };
     const onWake = () => {
@@ -188,7 +195,7 @@ export class RunManager {
     tracker: PeakTracker,
     kept: EventThinner,
     check: { verdict: boolean; advise: boolean },
-  ): Promise<RunMeta> {
+  ): Promise<{ meta: RunMeta; message: string | null }> {
     let meta: RunMeta;
     let message: string | null = null;
     try {
@@ -206,9 +213,12 @@ export class RunManager {
       message = `runner: ${describeError(err)}`;
       meta = await writer.finish('error', null).catch(() => ({ ...writer.meta, status: 'error' as const }));
     }
+    return { meta, message };
+  }
+
+  private announce({ meta, message }: { meta: RunMeta; message: string | null }, batches: number): void {
     if (meta.status === 'error') quietly(() => this.events.error?.(meta.id, message ?? meta.summary?.error ?? 'run failed', meta));
-    else quietly(() => this.events.done?.(meta));
-    return meta;
+    else quietly(() => this.events.done?.(meta, batches));
   }
 }
 

@@ -78,8 +78,8 @@ export function registerRunMethods(
           {
             // Run events go to the run's subscribers only (who started it, or asked).
             progress: (p) => host.emitTo(p.runId, 'run.progress', p),
-            done: (meta) => {
-              host.emitTo(meta.id, 'run.done', { runId: meta.id, meta });
+            done: (meta, batches) => {
+              host.emitTo(meta.id, 'run.done', { runId: meta.id, meta, batches });
               host.endTopic(meta.id);
             },
             error: (runId, message, meta) => {

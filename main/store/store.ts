@@ -253,12 +253,25 @@ function sanitizeName(name: string | undefined): string {
   );
 }
 
+/** "llama 2048x22 LoRA r8 b8 adamw bf16": the model, how it is tuned, batch, what it does, dtype. */
 function defaultName(spec: Spec): string {
-  // "Qwen2.5-0.5B seq 2048 LoRA r16 b8 adamw fsdp2 x8": the fine-tuning method says what trains.
-  const ft = spec.finetune;
-  const tuned = ft?.method === 'lora' ? ` LoRA r${ft.rank}` : ft?.method === 'freeze' ? ` freeze ${ft.blocks}` : '';
-  const par = spec.parallel ? ` ${spec.parallel.kind} x${spec.parallel.world}` : '';
-  return `${modelName(spec.model)}${tuned} b${spec.batch} ${spec.mode === 'train' ? spec.optimizer.kind : spec.mode}${par}`;
+  // "Qwen2.5-0.5B seq 2048 LoRA r16 b8 adamw bf16 fsdp2 x8": the fine-tuning method says what trains.
+  return [
+    modelName(spec.model),
+    finetuneName(spec),
+    `b${spec.batch}`,
+    spec.mode === 'train' ? spec.optimizer.kind : spec.mode,
+    spec.precision,
+    spec.parallel ? `${spec.parallel.kind} x${spec.parallel.world}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
+function finetuneName(spec: Pick<Spec, 'finetune'>): string {
+  const f = spec.finetune;
+  if (!f || f.method === 'full') return '';
+  return f.method === 'lora' ? `LoRA r${f.rank}` : `freeze ${f.blocks}`;
 }
 
 async function sweepTemps(dir: string, graceMs: number): Promise<void> {

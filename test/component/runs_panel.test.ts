@@ -86,4 +86,39 @@ describe('RunsPanel', () => {
     render(RunsPanel, { props: { transport: broken, onopen: vi.fn() } });
     await waitFor(() => expect(screen.getByTestId('runs-error').textContent).toContain('lost the connection'));
   });
+
+  it("names runs by model, fine-tune, mode and dtype, and files a fit's probes under one row", async () => {
+    const home2 = mkdtempSync(path.join(os.tmpdir(), 'vramlab-runs-groups-'));
+    const store = await RunStore.open(home2);
+    const lora = await store.create(parseSpec({ model: { kind: 'llama' }, finetune: { method: 'lora', rank: 8 }, precision: 'bf16' }));
+    await lora.finish('cancelled', null);
+    for (let i = 0; i < 5; i++) {
+      const w = await store.create(parseSpec({ batch: 2 ** (i + 4) }), {
+        name: `fit probe batch=${2 ** (i + 4)}`,
+        group: { kind: 'fit', id: 'fit-1', index: i, param: 'batch', value: 2 ** (i + 4) },
+      });
+      await w.finish('cancelled', null);
+    }
+    const host2 = createHost(loadAddon(), { home: home2 });
+    const t2: Transport = { ...transport, send: (m) => host2.handle(m, 'websocket') };
+    try {
+      render(RunsPanel, { props: { transport: t2, onopen: vi.fn() } });
+      await waitFor(() => expect(rows().length).toBe(2));
+      const plain = document.querySelector(`tr[data-run-id="${lora.id}"]`)!;
+      // The default name and the columns say what the run was.
+      expect(plain.textContent).toMatch(/llama .*LoRA r8 b\d+ \w+ bf16/);
+      const cells = [...plain.querySelectorAll('td')].map((td) => td.textContent!.trim());
+      expect(cells).toEqual(expect.arrayContaining(['LoRA r8', 'train', 'bf16', 'sim:h100-80gb', 'cancelled']));
+      const group = screen.getByTestId('run-group');
+      expect(group.getAttribute('data-probes')).toBe('5');
+      expect(group.textContent).toContain('fit over batch: 5 probes');
+      await fireEvent.click(screen.getByTestId('toggle-group'));
+      await waitFor(() => expect(rows().length).toBe(7));
+      const probes = [...document.querySelectorAll('tr.probe')].map((tr) => tr.querySelector('[data-testid="open-run"]')!.textContent);
+      expect(probes).toEqual([16, 32, 64, 128, 256].map((b) => `fit probe batch=${b}`));
+    } finally {
+      host2.dispose();
+      rmSync(home2, { recursive: true, force: true });
+    }
+  });
 });

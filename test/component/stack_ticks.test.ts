@@ -26,6 +26,15 @@ describe('stackDecimated', () => {
     expect(sa[0].x).toBe(999);
     expect(sa[sa.length - 1].x).toBe(1101);
   });
+
+  it('decimates a zoomed range denser than its buckets, keeping the point left of it and the peak', () => {
+    // Samples at fractional times: the one kept left of the window falls in bucket -1.
+    const [sa, sb] = stackDecimated([a, b], total, 50_000.5, 60_000.5, 500);
+    expect(sa[0].x).toBe(50_000);
+    expect(sa.length).toBeLessThanOrEqual(1004);
+    expect(sb.some((p) => p.x === 54_321 && p.v === 1000)).toBe(true);
+    expect(sa.every((p, i) => i === 0 || p.x > sa[i - 1].x)).toBe(true);
+  });
 });
 
 describe('byteTicks', () => {

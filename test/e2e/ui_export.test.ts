@@ -54,9 +54,17 @@ describe.skipIf(!haveChromium())('UI: runs and export', () => {
     const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-json').click()]);
     expect(JSON.parse(readFileSync((await json.path())!, 'utf8')).runs).toHaveLength(2);
 
-    // Opening a stored run shows its timeline again.
+    // Opening a stored run shows its timeline again: scrolled into view, under the form, its heading focused.
     await page.locator('[data-testid="open-run"]', { hasText: 'export me' }).click();
     await page.getByTestId('run-summary').waitFor();
+    const where = await page.getByTestId('run-view').evaluate((el) => ({
+      top: el.getBoundingClientRect().top,
+      height: innerHeight,
+      focused: document.activeElement?.textContent,
+    }));
+    expect(where.top).toBeGreaterThanOrEqual(0);
+    expect(where.top).toBeLessThan(where.height / 2);
+    expect(where.focused).toBe('export me');
     expect(Number(await page.getByTestId('memory-chart').getAttribute('data-points'))).toBe(parsed.data.length);
     expect(errors).toEqual([]);
     await page.close();

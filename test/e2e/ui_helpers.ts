@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { onTestFinished } from 'vitest';
 import { launch, SHOTS } from '../helpers/browser';
 import { startTestServer } from '../helpers/server';
 
@@ -35,7 +36,10 @@ export interface UiPage {
   errors: string[];
 }
 
-/** Opens the lab at a tab; collects uncaught page errors and CSP violations. */
+/**
+ * Opens the lab at a tab; collects uncaught page errors, console errors and CSP violations,
+ * and fails the test that opened it if any happened, whether or not the test looks.
+ */
 export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boolean } = {}): Promise<UiPage> {
   const page = await env.browser.newPage({
     viewport: { width: 1360, height: 900 },
@@ -43,9 +47,12 @@ export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boo
     colorScheme: opts.dark ? 'dark' : 'light',
   });
   const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('pageerror', (e) => errors.push(e.stack ?? e.message));
   page.on('console', (m) => {
     if (m.type() === 'error' && !/WebSocket connection .* failed|ERR_CONNECTION_REFUSED/.test(m.text())) errors.push(m.text());
+  });
+  onTestFinished(() => {
+    if (errors.length) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
   });
   await page.goto(`${env.server.url}#${tab}`);
   await page.locator('[data-testid="connection"]', { hasText: 'connected' }).waitFor();

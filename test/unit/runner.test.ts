@@ -92,6 +92,38 @@ describe('runner (native worker thread, synthetic job)', () => {
     expect(progress.every((p) => p.runId === run.runId)).toBe(true);
   });
 
+  it('announces done only after the last progress batch went through a congested consumer, with their count', async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'vramlab-runner-'));
+    temps.push(home);
+    const store = await RunStore.open(home);
+    const log: string[] = [];
+    const progress: RunProgress[] = [];
+    let room = 0;
+    const manager = new RunManager(
+      native,
+      store,
+      {
+        progress: (p) => {
+          progress.push(p);
+          room--;
+          log.push('progress');
+        },
+        done: (_m, batches) => log.push(`done ${batches}`),
+        error: (_id, message) => log.push(`error ${message}`),
+      },
+      // A consumer that takes one message every 10 ms: the run ends long before it caught up.
+      { intervalMs: 1, maxSamples: 8, maxEvents: 4, ready: () => room > 0 },
+    );
+    const freeing = setInterval(() => (room = 1), 10);
+    const run = await manager.start(parseSpec({}), { job: synthetic({ steps: 300, step_ms: 0 }) });
+    await run.done;
+    clearInterval(freeing);
+    expect(log[log.length - 1]).toBe(`done ${progress.length}`);
+    expect(log.filter((l) => l.startsWith('done'))).toHaveLength(1);
+    expect(progress.map((p) => p.seq)).toEqual(progress.map((_, i) => i));
+    expect(progress.reduce((n, p) => n + p.samples.length + p.dropped, 0)).toBe(300);
+  });
+
   it('cancels a running job promptly and records it as cancelled', async () => {
     const { manager, store, done } = await setup();
     const run = await manager.start(parseSpec({}), { job: synthetic({ steps: 10_000_000, step_ms: 1 }) });
@@ -245,9 +277,64 @@ describe('progress batcher', () => {
     const samples = sent.flatMap((p) => p.samples);
     expect(samples.length).toBeLessThanOrEqual(64 * 5);
     expect(Math.max(...samples.map((x) => x.allocated))).toBe(10 ** 9);
+    expect(samples[samples.length - 1].t).toBe(4999); // the run's end is never merged away
     expect(sent.reduce((n, p) => n + p.events.length, 0)).toBe(50);
     expect(samples.length + sent.reduce((n, p) => n + p.dropped, 0)).toBe(5000);
     for (let i = 1; i < samples.length; i++) expect(samples[i].t).toBeGreaterThan(samples[i - 1].t);
+  });
+
+  it('sends the end of a run under backpressure, numbered, and resolves close() only when all of it went', async () => {
+    const sent: RunProgress[] = [];
+    let ready = true;
+    // A consumer that takes two messages per frame, like a socket whose buffer fills.
+    let room = 2;
+    const b = new ProgressBatcher(
+      'r',
+      (p) => {
+        sent.push(p);
+        if (--room <= 0) ready = false;
+      },
+      { intervalMs: 5, maxEvents: 10, ready: () => ready },
+    );
+    const events = Array.from({ length: 95 }, (_, i) => ({
+      type: 'phase' as const,
+      t: i,
+      edge: 'begin' as const,
+      name: 'module',
+      iteration: 0,
+      micro_batch: 0,
+      module: `m${i}`,
+    }));
+    b.push([s(50), s(94.5)], events);
+    const timer = setInterval(() => {
+      room = 2;
+      ready = true;
+    }, 5);
+    let closed = false;
+    const done = b.close().then(() => (closed = true));
+    expect(sent.length).toBe(2); // no more than the consumer had room for
+    expect(closed).toBe(false);
+    await done;
+    clearInterval(timer);
+    expect(sent.map((p) => p.seq)).toEqual(sent.map((_, i) => i));
+    expect(b.sent).toBe(sent.length);
+    expect(sent.flatMap((p) => p.events).map((e) => e.t)).toEqual(events.map((e) => e.t));
+    expect(sent.flatMap((p) => p.samples).map((x) => x.t)).toEqual([50, 94.5]);
+  });
+
+  it('keeps the newest sample when merging, so a falling run still ends where it ended', async () => {
+    const sent: RunProgress[] = [];
+    let ready = false;
+    const b = new ProgressBatcher('r', (p) => sent.push(p), { intervalMs: 5, maxSamples: 8, ready: () => ready });
+    b.push(
+      Array.from({ length: 100 }, (_, i) => s(i, 1000 - i)),
+      [],
+    );
+    ready = true;
+    await b.close();
+    const samples = sent.flatMap((p) => p.samples);
+    expect(samples[samples.length - 1].t).toBe(99);
+    expect(samples[0].allocated).toBe(1000);
   });
 
   it('spreads many events over frames without losing any, keeping time order', () => {

@@ -39,7 +39,7 @@ describe('run store', () => {
     expect(rec.meta.summary?.readings).toEqual({ params: 100 });
     expect(rec.timeline.map((s) => s.t)).toEqual([1, 2]);
     expect(rec.events).toHaveLength(1);
-    expect((await store.meta(b.id)).name).toMatch(/^mlp 1024-2048x2-10 b32 adam$/);
+    expect((await store.meta(b.id)).name).toMatch(/^mlp 1024-2048x2-10 b32 adam fp32$/);
 
     expect((await store.rename(a.id, '  renamed\nrun ')).name).toBe('renamed run');
     expect((await store.meta(a.id)).name).toBe('renamed run');

@@ -53,6 +53,7 @@ export const marksPlugin: Plugin = {
       ctx.fillText(`capacity ${formatBytes(o.capacity)}`, area.left + 6, py - 4);
     }
     const s = o.series;
+    const oomX = s?.oom ? Math.min(area.right, Math.max(area.left, x.getPixelForValue(s.oom.x))) : null;
     if (s?.peak && s.peak.x >= x.min && s.peak.x <= x.max) {
       const px = x.getPixelForValue(s.peak.x);
       const py = y.getPixelForValue(s.peak.y);
@@ -62,10 +63,18 @@ export const marksPlugin: Plugin = {
       ctx.fill();
       const label = `peak ${formatBytes(s.peak.y)}`;
       ctx.textAlign = px > (area.left + area.right) / 2 ? 'right' : 'left';
-      ctx.fillText(label, px + (ctx.textAlign === 'right' ? -8 : 8), Math.max(area.top + 12, py - 8));
+      // The OOM label sits at the top: a peak label that would meet it goes below its point.
+      const width = ctx.measureText(label).width + 16;
+      const above = Math.max(area.top + 12, py - 8);
+      const clash = oomX !== null && above < area.top + 34 && Math.abs(oomX - px) < width + 40;
+      ctx.fillText(
+        label,
+        px + (ctx.textAlign === 'right' ? -8 : 8),
+        clash ? Math.min(area.bottom - 4, Math.max(py + 18, area.top + 34)) : above,
+      );
     }
-    if (s?.oom) {
-      const px = Math.min(area.right, Math.max(area.left, x.getPixelForValue(s.oom.x)));
+    if (s?.oom && oomX !== null) {
+      const px = oomX;
       ctx.strokeStyle = c.danger;
       ctx.lineWidth = 2;
       ctx.beginPath();

@@ -1,5 +1,7 @@
 // The run being watched: its series fills from run.progress batches; run.done / run.error
-// settle it. One instance per started (or opened) run.
+// settle it. One instance per started (or opened) run. Batches are numbered: when one was
+// lost on the way (a transport drops frames it cannot buffer), the run's stored record
+// replaces the live series at the end, so the final picture is always the whole run.
 import type { RunDone, RunErrorEvent, RunMeta, RunProgress, RunRecord } from '$contract/runs';
 import type { SpecInput } from '$contract/spec';
 import type { Transport } from '../transport/transport';
@@ -19,12 +21,19 @@ export class LiveRun {
   iteration = $state(-1);
   private off: (() => void) | null = null;
   private early: RunProgress[] = [];
+  private transport: Transport | null = null;
+  /** The next batch number expected; `lost` once one did not arrive in order. */
+  private nextSeq = 0;
+  private lost = false;
+  /** True when batches were lost and the series came from the stored run instead. */
+  reloaded = false;
 
   constructor(readonly spec: SpecInput | null) {}
 
   /** Starts a run on the host and follows its events. */
   async start(t: Transport, capacity: number | null): Promise<void> {
     this.series.capacity = capacity;
+    this.transport = t;
     this.off = t.onEvent((msg) => this.onEvent(msg.event, msg.data));
     try {
       const { runId } = await api.startRun(t, this.spec ?? {});
@@ -53,7 +62,7 @@ export class LiveRun {
       else if (p.runId === this.runId) this.onProgress(p);
     } else if (event === 'run.done') {
       const d = data as RunDone;
-      if (d.runId === this.runId) this.settle(d.meta);
+      if (d.runId === this.runId) void this.finish(d);
     } else if (event === 'run.error') {
       const d = data as RunErrorEvent;
       if (d.runId === this.runId) this.fail(d.message);
@@ -61,10 +70,29 @@ export class LiveRun {
   }
 
   private onProgress(p: RunProgress): void {
+    if (p.seq !== this.nextSeq) this.lost = true;
+    this.nextSeq = p.seq + 1;
     this.series.ingest(p.samples, p.events);
     this.phase = p.phase;
     this.iteration = p.iteration;
     this.version++;
+  }
+
+  /** The run ended: if any batch went missing, the stored run is the series shown. */
+  private async finish(d: RunDone): Promise<void> {
+    const short = this.lost || (d.batches !== undefined && this.nextSeq !== d.batches);
+    if (short && this.transport) {
+      this.detach();
+      try {
+        const rec = await api.getRun(this.transport, d.runId);
+        this.series.reset();
+        this.series.ingest(rec.timeline, rec.events);
+        this.reloaded = true;
+      } catch (e) {
+        this.error = `the end of the run's memory timeline was lost on the way and could not be reloaded: ${e instanceof Error ? e.message : String(e)}`;
+      }
+    }
+    this.settle(d.meta);
   }
 
   settle(meta: RunMeta): void {

@@ -66,6 +66,19 @@ export class RunSeries {
   /** Bumped on every change, so views know to redraw. */
   version = 0;
 
+  /** Empties the series (to refill it from a stored run); capacity stays. */
+  reset(): void {
+    for (const a of [this.allocated, this.reserved, this.active, ...this.categories, this.ops, this.modules, this.phases, this.allocEvents])
+      a.length = 0;
+    this.peak = null;
+    this.moduleStack = [];
+    this.lastAlloc = null;
+    this.lastT = -Infinity;
+    this.oom = null;
+    this.maxReserved = 0;
+    this.version++;
+  }
+
   get length(): number {
     return this.allocated.length;
   }

@@ -27,7 +27,8 @@ export function stackDecimated(columns: Point[][], total: Point[], xMin: number,
   if (count <= buckets * 2) for (let i = start; i < end; i++) picks.push(i);
   else {
     const width = (xMax - xMin) / buckets || 1;
-    let bucket = -1;
+    // No bucket yet: the point kept left of xMin falls in bucket -1, so -1 cannot mean "none".
+    let bucket = Number.NEGATIVE_INFINITY;
     let best = -1;
     let first = -1;
     for (let i = start; i < end; i++) {
