@@ -8,6 +8,11 @@ import { ALLOCATOR_CONSTANTS as C } from './allocator';
 const MB = 1048576;
 
 /** What a PYTORCH_CUDA_ALLOC_CONF string sets (sizes in bytes; null: unlimited / not set). */
+/** Messages quote the string and its tokens clipped, as the engine's do (a 100 MB string
+ *  still gives a short message). */
+const ECHO_CHARS = 80;
+const clip = (t: string): string => (t.length <= ECHO_CHARS ? t : `${t.slice(0, ECHO_CHARS)}... (${t.length} characters)`);
+
 export interface AllocConf {
   maxSplitSize: number | null;
   maxNonSplitRoundingSize: number;
@@ -44,34 +49,34 @@ class Tokens {
     this.tok = tokenize(conf);
   }
   fail(key: string, what: string): never {
-    throw new AllocConfError(`Invalid allocator setting '${key}' in "${this.conf}": ${what}`);
+    throw new AllocConfError(`Invalid allocator setting '${clip(key)}' in "${clip(this.conf)}": ${what}`);
   }
   at(i: number, key: string): string {
-    if (i >= this.tok.length) this.fail(key, `expected a value after '${key}'`);
+    if (i >= this.tok.length) this.fail(key, `expected a value after '${clip(key)}'`);
     return this.tok[i];
   }
   expect(i: number, t: string, key: string): void {
     if (i >= this.tok.length || this.tok[i] !== t)
-      this.fail(key, `expected '${t}'` + (i < this.tok.length ? ` but found '${this.tok[i]}'` : ' but the string ended'));
+      this.fail(key, `expected '${t}'` + (i < this.tok.length ? ` but found '${clip(this.tok[i])}'` : ' but the string ended'));
   }
   size(i: number, key: string): number {
     const s = this.at(i, key);
-    if (!/^[0-9]+$/.test(s)) this.fail(key, `expected a non-negative integer but found '${s}'`);
-    if (BigInt(s) > 2n ** 64n - 1n) this.fail(key, `value '${s}' is out of range`);
+    if (!/^[0-9]+$/.test(s)) this.fail(key, `expected a non-negative integer but found '${clip(s)}'`);
+    if (BigInt(s) > 2n ** 64n - 1n) this.fail(key, `value '${clip(s)}' is out of range`);
     return Number(s);
   }
   number(i: number, key: string): number {
     const s = this.at(i, key);
     // strtod: a whole decimal or hexadecimal number, inf or nan.
     const ok = /^[+-]?((\d+\.?\d*|\.\d+)(e[+-]?\d+)?|inf(inity)?|nan)$/i.test(s);
-    if (!ok) this.fail(key, `expected a number but found '${s}'`);
+    if (!ok) this.fail(key, `expected a number but found '${clip(s)}'`);
     return /^[+-]?nan$/i.test(s) ? NaN : /inf/i.test(s) ? (s.startsWith('-') ? -Infinity : Infinity) : Number(s);
   }
   bool(i: number, key: string): boolean {
     const s = this.at(i, key);
     if (s === 'True') return true;
     if (s === 'False') return false;
-    return this.fail(key, `expected 'True' or 'False' but found '${s}'`);
+    return this.fail(key, `expected 'True' or 'False' but found '${clip(s)}'`);
   }
 }
 
@@ -111,7 +116,7 @@ export const ALLOC_CONF_KEYS: Record<string, KeyReader> = {
   garbage_collection_threshold: (t, i, s, key) => {
     t.expect(++i, ':', key);
     const v = t.number(++i, key);
-    if (!(v > 0 && v < 1)) t.fail(key, `must be in (0.0, 1.0), got ${t.tok[i]}`);
+    if (!(v > 0 && v < 1)) t.fail(key, `must be in (0.0, 1.0), got ${clip(t.tok[i])}`);
     s.garbageCollectionThreshold = v;
     return i;
   },
@@ -124,7 +129,7 @@ export const ALLOC_CONF_KEYS: Record<string, KeyReader> = {
   per_process_memory_fraction: (t, i, s, key) => {
     t.expect(++i, ':', key);
     const v = t.number(++i, key);
-    if (!(v >= 0 && v <= 1)) t.fail(key, `must be within [0, 1], got ${t.tok[i]}`);
+    if (!(v >= 0 && v <= 1)) t.fail(key, `must be within [0, 1], got ${clip(t.tok[i])}`);
     s.perProcessMemoryFraction = v;
     return i;
   },
@@ -132,7 +137,7 @@ export const ALLOC_CONF_KEYS: Record<string, KeyReader> = {
     t.expect(++i, ':', key);
     const v = t.at(++i, key);
     if (v === 'cudaMallocAsync') t.fail(key, "backend:cudaMallocAsync is not modelled; only 'native' is supported");
-    if (v !== 'native') t.fail(key, `unknown allocator backend '${v}', options are native and cudaMallocAsync`);
+    if (v !== 'native') t.fail(key, `unknown allocator backend '${clip(v)}', options are native and cudaMallocAsync`);
     return i;
   },
   release_lock_on_cudamalloc: compatBool,
@@ -206,7 +211,7 @@ export function parseAllocConf(conf: string): AllocConf {
   for (let i = 0; i < t.tok.length; i++) {
     const key = t.tok[i];
     const read = Object.hasOwn(ALLOC_CONF_KEYS, key) ? ALLOC_CONF_KEYS[key] : undefined;
-    if (!read) throw new AllocConfError(`Unrecognized key '${key}' in allocator settings "${conf}"`);
+    if (!read) throw new AllocConfError(`Unrecognized key '${clip(key)}' in allocator settings "${clip(conf)}"`);
     i = read(t, i, s, key);
     if (i + 1 < t.tok.length) t.expect(++i, ',', key);
   }

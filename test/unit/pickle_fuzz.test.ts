@@ -82,7 +82,8 @@ describe('pickle fuzz', () => {
       }
       const dt = performance.now() - t0;
       slowest = Math.max(slowest, dt);
-      expect(dt, `case ${c}`).toBeLessThan(1000);
+      // A bound against pathological inputs (a quadratic case takes minutes), not a speed target.
+      expect(dt, `case ${c}`).toBeLessThan(5000);
     }
     expect(outcomes.parsed + outcomes.pickle + outcomes.format).toBe(1000);
     expect(outcomes.pickle).toBeGreaterThan(500);
