@@ -50,7 +50,7 @@ describe('vramlab run with an hf spec', () => {
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.status).toBe('done');
-    expect(out.name).toBe('Qwen2.5-0.5B seq 256 LoRA r16 b2 adamw');
+    expect(out.name).toBe('Qwen2.5-0.5B seq 256 LoRA r16 b2 adamw bf16');
     expect(out.parameters).toBe(494_032_768 + 16 * 24 * (896 + 896 + 896 + 128));
     expect(out.spec.model.config).toMatchObject({ architectures: ['Qwen2ForCausalLM'], head_dim: 64, num_key_value_heads: 2 });
     expect(out.readings.params).toBeGreaterThan(0);
