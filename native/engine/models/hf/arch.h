@@ -66,6 +66,8 @@ struct Config {
 };
 
 // The Llama shape every decoder here starts from (LlamaConfig's fields).
+// The sizes every decoder config spells the same way (vocab, hidden, heads, layers, ...).
+Arch decoder_sizes(const Config& c, const std::string& name);
 Arch llama_shape(const Config& c, const std::string& name);
 // rope_parameters.rope_theta (HF 5 configs), refusing rope types other than "default".
 double rope_theta(const Config& c);

@@ -42,7 +42,7 @@ std::vector<bool> sliding_layers(const Config& c, int64_t layers) {
   return out;
 }
 
-Arch llama_shape(const Config& c, const std::string& name) {
+Arch decoder_sizes(const Config& c, const std::string& name) {
   Arch a;
   a.name = name;
   a.vocab = c.i("vocab_size");
@@ -54,14 +54,19 @@ Arch llama_shape(const Config& c, const std::string& name) {
   a.head_dim = c.has("head_dim") && !c.is_null("head_dim") ? c.i("head_dim") : a.hidden / a.heads;
   a.max_positions = c.i("max_position_embeddings");
   a.norm_eps = c.f("rms_norm_eps");
-  a.rope_theta = rope_theta(c);
-  a.act = c.s("hidden_act");
   a.tie = c.b("tie_word_embeddings");
   a.sliding.assign(size_t(a.layers), false);
   a.sparse.assign(size_t(a.layers), false);
   if (a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
     throw std::invalid_argument(c.path + ": num_attention_heads (" + std::to_string(a.heads) +
                                 ") must be a multiple of num_key_value_heads (" + std::to_string(a.kv_heads) + ")");
+  return a;
+}
+
+Arch llama_shape(const Config& c, const std::string& name) {
+  Arch a = decoder_sizes(c, name);
+  a.rope_theta = rope_theta(c);
+  a.act = c.s("hidden_act");
   return a;
 }
 

@@ -10,19 +10,8 @@ namespace vramlab::engine::hf {
 
 namespace {
 Arch gemma_common(const Config& c, const char* name) {
-  Arch a;
-  a.name = name;
-  a.vocab = c.i("vocab_size");
-  a.hidden = c.i("hidden_size");
-  a.intermediate = c.i("intermediate_size");
-  a.layers = c.i("num_hidden_layers");
-  a.heads = c.i("num_attention_heads");
-  a.kv_heads = c.i("num_key_value_heads");
-  a.head_dim = c.i("head_dim");
-  a.max_positions = c.i("max_position_embeddings");
-  a.norm_eps = c.f("rms_norm_eps");
+  Arch a = decoder_sizes(c, name);
   a.act = c.s("hidden_activation");
-  a.tie = c.b("tie_word_embeddings");
   a.q_bias = a.k_bias = a.v_bias = a.o_bias = c.b("attention_bias");
   a.norms = Arch::Norms::Sandwich;
   a.gemma_norm = true;
@@ -31,7 +20,6 @@ Arch gemma_common(const Config& c, const char* name) {
   if (!c.is_null("final_logit_softcapping")) a.final_softcap = c.f("final_logit_softcapping");
   if (!c.is_null("sliding_window")) a.sliding_window = c.i("sliding_window");
   a.sliding = sliding_layers(c, a.layers);
-  a.sparse.assign(size_t(a.layers), false);
   return a;
 }
 }  // namespace
