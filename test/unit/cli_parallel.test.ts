@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { main } from '../../main/cli/main';
-import type { CliIO } from '../../main/cli/io';
+import { runCli } from '../helpers/io';
 import reference from '../refs/dist_reference.json';
 
 let dir = '';
@@ -23,13 +22,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function cli(args: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIO = { out: (t) => (out += t), err: (t) => (err += t) };
-  const code = await main(args, io);
-  return { code, out, err };
-}
+const cli = runCli;
 let n = 0;
 function specFile(spec: unknown): string {
   const f = path.join(dir, `spec${n++}.json`);

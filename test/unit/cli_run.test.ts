@@ -6,8 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Papa from 'papaparse';
-import { main } from '../../main/cli/main';
-import type { CliIO } from '../../main/cli/io';
+import { runCli } from '../helpers/io';
 import reference from '../refs/pytorch_reference.json';
 import lossMeasured from '../refs/measured/h200_protocol_loss_matmul_warmup.json';
 
@@ -25,13 +24,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function cli(args: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIO = { out: (t) => (out += t), err: (t) => (err += t) };
-  const code = await main(args, io);
-  return { code, out, err };
-}
+const cli = runCli;
 
 let n = 0;
 function specFile(spec: unknown): string {
