@@ -133,10 +133,9 @@ class HfAttention : public Container {
         a_.query_pre_attn_scalar > 0 ? 1.0 / std::sqrt(a_.query_pre_attn_scalar) : 1.0 / std::sqrt(double(D));
     Tensor o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
     o = o.transpose(1, 2).contiguous();
-    q.reset();
-    k.reset();
-    v.reset();
     o = o.reshape({B, T, H * D}).contiguous();
+    // query_states, key_states and value_states are locals of the attention's forward:
+    // under checkpointing nothing saves them, yet they live until it returns, through o_proj.
     return call("o_proj", o);
   }
 
