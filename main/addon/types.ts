@@ -16,6 +16,8 @@ export interface NativeAddon {
   /** The engine's registries: model families and optimizers (engine_binding.cpp). */
   modelFamilies: string[];
   optimizerKinds: string[];
+  /** The words the engine parses each word-valued spec field from (spec_words.h), by field. */
+  specWords: Record<'precision' | 'weights' | 'mode' | 'loss' | 'cache', string[]>;
   /** The allocator's size classes (allocator_binding.cpp, allocator/constants.h). */
   allocatorConstants: Record<string, number>;
   /** Job kinds this build runs: "experiment" and "synthetic" (the engine-free test job). */

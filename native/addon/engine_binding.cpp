@@ -402,6 +402,15 @@ void registerEngine(Napi::Env env, Napi::Object exports) {
   exports.Set("memoryCategories", strings(categories));
   exports.Set("modelFamilies", strings(engine::model_family_kinds()));
   exports.Set("optimizerKinds", strings(engine::optimizer_kinds()));
+  // The words read_run_spec parses the spec's word-valued fields from (spec_words.h).
+  Napi::Object words = Napi::Object::New(env);
+  auto list = [&](const auto& ws) { return strings(std::vector<std::string>(ws.begin(), ws.end())); };
+  words.Set("precision", list(engine::kPrecisionWords));
+  words.Set("weights", list(engine::kWeightsWords));
+  words.Set("mode", list(engine::kModeWords));
+  words.Set("loss", list(engine::kLossWords));
+  words.Set("cache", list(engine::kCacheWords));
+  exports.Set("specWords", words);
 }
 
 }  // namespace vramlab::addon

@@ -918,7 +918,7 @@ TEST(EngineCudaParity, ProtocolReadingsEqualTheSimulatedDevice) {
                     : name.find("H100") != std::string::npos ? "sim:h100-80gb"
                                                              : "";
   if (sim.empty()) GTEST_SKIP() << "no simulated preset for " << name;
-  for (const char* precision : {"fp32", "bf16"}) {
+  for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
     RunSpec cfg =
         vramlab::spectest::spec(R"({"model":{"kind":"residual","dim":1024,"depth":4},"batch":512,"optimizer":"adam"})");
     cfg.precision = precision;
@@ -926,10 +926,10 @@ TEST(EngineCudaParity, ProtocolReadingsEqualTheSimulatedDevice) {
     RunResult s = run_experiment(cfg);
     cfg.device = "cuda:0";
     RunResult c = run_experiment(cfg);
-    EXPECT_EQ(c.base, s.base) << precision;
+    EXPECT_EQ(c.base, s.base) << word(precision);
     ASSERT_EQ(c.readings.size(), s.readings.size());
     for (size_t i = 0; i < s.readings.size(); ++i)
-      EXPECT_EQ(c.readings[i], s.readings[i]) << precision << " " << s.readings[i].first;
+      EXPECT_EQ(c.readings[i], s.readings[i]) << word(precision) << " " << s.readings[i].first;
   }
 }
 

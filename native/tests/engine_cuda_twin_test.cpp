@@ -221,7 +221,7 @@ TEST(EngineCudaTransformer, BothFamiliesLearnASyntheticTaskIn200Steps) {
         } else {
           logits = (*model)(batch.input);
         }
-        Tensor loss = model->loss(logits, batch, "cross_entropy");
+        Tensor loss = model->loss(logits, batch, LossKind::CrossEntropy);
         logits = Tensor();
         const double v = loss.item();
         if (step < 5) first += v / 5;

@@ -121,7 +121,7 @@ TEST(engine_grad_scaler, ProtocolMemory) {
     EXPECT_EQ(scaled.at(k), plain.at(k) + 2 * 512) << k;
   EXPECT_GE(scaled.at("it1_peak_step"), plain.at("it1_peak_step") + 2 * 512);
 
-  c.precision = "bf16";
+  c.precision = Precision::Bf16;
   EXPECT_THROW(run_experiment(c, o), std::invalid_argument);
   c = vramlab::spectest::spec(R"({"precision":"fp16","optimizer":"none"})");
   EXPECT_THROW(run_experiment(c, o), std::invalid_argument);

@@ -237,12 +237,12 @@ void check_family(const std::string& spec_json, const CheckpointSpec& ckpt, doub
   auto model = build_model(spec.model);
   model->to_dtype(DType::Float64);
   model->set_checkpoint(ckpt);
-  Batch b = model->make_batch(2, 0, "cross_entropy");
+  Batch b = model->make_batch(2, 0, LossKind::CrossEntropy);
   std::vector<Tensor> params = model->parameters();
   gradcheck(
       [&](const std::vector<Tensor>&) {
         Tensor y = (*model)(b.input);
-        return model->loss(y, b, "cross_entropy");
+        return model->loss(y, b, LossKind::CrossEntropy);
       },
       params, tol, eps);
 }
@@ -283,11 +283,11 @@ void check_finetune(const std::string& spec_json, double tol, double eps, size_t
     for (int64_t k = 0; k < p.numel(); ++k) d[k] = normal(rng);
   }
   EXPECT_EQ(trainable, want_trainable);
-  Batch b = model->make_batch(2, 0, "cross_entropy");
+  Batch b = model->make_batch(2, 0, LossKind::CrossEntropy);
   gradcheck(
       [&](const std::vector<Tensor>&) {
         Tensor y = (*model)(b.input);
-        return model->loss(y, b, "cross_entropy");
+        return model->loss(y, b, LossKind::CrossEntropy);
       },
       params, tol, eps);
   for (auto& p : params)

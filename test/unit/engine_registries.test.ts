@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkAgreement, loadAddon } from '../../main/addon/load';
 import { ALLOCATOR_CONSTANTS } from '../../main/contract/allocator';
 import { MODEL_KINDS, OPTIMIZER_KINDS, optimizers } from '../../main/contract/catalogue';
+import { CACHES, LOSSES, MODES, PRECISIONS, WEIGHTS } from '../../main/contract/catalogue/spec_fields';
 import { CATEGORIES } from '../../main/contract/runs';
 import { parseSpec } from '../../main/contract/spec';
 
@@ -16,6 +17,10 @@ describe('engine registries against the catalogue', () => {
   it('has the catalogue’s families and optimizers, no more and no fewer', () => {
     expect([...addon.modelFamilies].sort()).toEqual([...MODEL_KINDS].sort());
     expect([...addon.optimizerKinds].sort()).toEqual([...OPTIMIZER_KINDS].sort());
+  });
+
+  it('parses the spec’s word-valued fields from the catalogue’s words, in its order', () => {
+    expect(addon.specWords).toEqual({ precision: PRECISIONS, weights: WEIGHTS, mode: MODES, loss: LOSSES, cache: CACHES });
   });
 
   it('spells the memory categories as the contract does, in its order, and has its allocator constants', () => {

@@ -30,7 +30,7 @@ void run_generate(Measure& m, Model& model) {
     idx = randint({spec.batch, spec.prompt}, model.vocab());
   }
   m.read("input", m.allocated());
-  KvCache cache(size_t(model.num_blocks()), spec.cache == "static", spec.prompt + spec.new_tokens);
+  KvCache cache(size_t(model.num_blocks()), spec.cache == CacheKind::Static, spec.prompt + spec.new_tokens);
   int64_t peak_generate = 0;
   Tensor ids;
   // Hugging Face generate()'s own tensors, alive until it returns: the bos and pad token

@@ -27,7 +27,6 @@ struct Measure {
   Tensor forward(Model& m, const Tensor& x);
 };
 
-DType parse_weights(const std::string& w);
 
 void run_train(Measure& m, Model& model);
 void run_inference(Measure& m, Model& model);

@@ -29,7 +29,7 @@ void run_train(Measure& m, Model& model) {
   std::unique_ptr<Optimizer> opt = make_optimizer(spec.optimizer, trainable);
   std::unique_ptr<GradScaler> scaler;
   if (m.options.grad_scaler) {
-    if (spec.precision != "fp16") throw std::invalid_argument("grad_scaler applies to fp16 training");
+    if (spec.precision != Precision::Fp16) throw std::invalid_argument("grad_scaler applies to fp16 training");
     if (!opt) throw std::invalid_argument("grad_scaler needs an optimizer to step (optimizer is none)");
     scaler = std::make_unique<GradScaler>();
   }

@@ -235,10 +235,8 @@ class Llama : public Model {
   }
 
   Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : T_}, V_); }
-  Tensor make_target(int64_t batch, int64_t seq, const std::string&) override {
-    return randint({batch, seq > 0 ? seq : T_}, V_);
-  }
-  Tensor loss(const Tensor& y, const Batch& b, const std::string&) override { return lm_loss(y, b); }
+  Tensor make_target(int64_t batch, int64_t seq, LossKind) override { return randint({batch, seq > 0 ? seq : T_}, V_); }
+  Tensor loss(const Tensor& y, const Batch& b, LossKind) override { return lm_loss(y, b); }
   bool can_generate() const override { return true; }
   int64_t vocab() const override { return V_; }
   int64_t num_blocks() const override { return L_; }

@@ -35,10 +35,8 @@ class Mlp : public Model {
   std::string type_name() const override { return "mlp"; }
   Tensor forward(const Tensor& x) override { return net_->forward(x); }
   Tensor make_input(int64_t batch, int64_t) override { return randn({batch, in_}); }
-  Tensor make_target(int64_t batch, int64_t, const std::string& loss) override {
-    return stack_target(batch, out_, loss);
-  }
-  Tensor loss(const Tensor& y, const Batch& b, const std::string& loss) override { return stack_loss(y, b, loss); }
+  Tensor make_target(int64_t batch, int64_t, LossKind loss) override { return stack_target(batch, out_, loss); }
+  Tensor loss(const Tensor& y, const Batch& b, LossKind loss) override { return stack_loss(y, b, loss); }
   void set_checkpoint(const CheckpointSpec& c) override {
     if (c.mode != CheckpointSpec::Mode::None)
       throw std::invalid_argument("checkpointing wraps blocks: the mlp family has none (use \"none\")");

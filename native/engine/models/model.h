@@ -21,16 +21,16 @@ class Model : public Module {
  public:
   // The input and the loss target, made right after the model (both count in the
   // "input" reading), input first. seq <= 0: the family's own length.
-  Batch make_batch(int64_t batch, int64_t seq, const std::string& loss) {
+  Batch make_batch(int64_t batch, int64_t seq, LossKind loss) {
     Batch b;
     b.input = make_input(batch, seq);
     b.target = make_target(batch, seq, loss);
     return b;
   }
   virtual Tensor make_input(int64_t batch, int64_t seq) = 0;
-  virtual Tensor make_target(int64_t batch, int64_t seq, const std::string& loss) = 0;
+  virtual Tensor make_target(int64_t batch, int64_t seq, LossKind loss) = 0;
   // loss_of(y) as the protocol computes it, outside autocast.
-  virtual Tensor loss(const Tensor& y, const Batch& batch, const std::string& loss) = 0;
+  virtual Tensor loss(const Tensor& y, const Batch& batch, LossKind loss) = 0;
   // Hugging Face models compute their own loss inside forward (labels=input_ids); loss()
   // then hands that loss over, and the step uses it as is (no / accum for accum = 1).
   virtual bool loss_in_forward() const { return false; }

@@ -54,10 +54,8 @@ class Residual : public Model {
     });
   }
   Tensor make_input(int64_t batch, int64_t) override { return randn({batch, dim_}); }
-  Tensor make_target(int64_t batch, int64_t, const std::string& loss) override {
-    return stack_target(batch, dim_, loss);
-  }
-  Tensor loss(const Tensor& y, const Batch& b, const std::string& loss) override { return stack_loss(y, b, loss); }
+  Tensor make_target(int64_t batch, int64_t, LossKind loss) override { return stack_target(batch, dim_, loss); }
+  Tensor loss(const Tensor& y, const Batch& b, LossKind loss) override { return stack_loss(y, b, loss); }
   int64_t num_blocks() const override { return int64_t(children_.size()); }
 
  private:

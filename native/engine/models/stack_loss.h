@@ -5,7 +5,7 @@
 
 namespace vramlab::engine {
 
-Tensor stack_target(int64_t batch, int64_t out, const std::string& loss);  // undefined for "sum"
-Tensor stack_loss(const Tensor& y, const Batch& b, const std::string& loss);
+Tensor stack_target(int64_t batch, int64_t out, LossKind loss);  // undefined for LossKind::Sum
+Tensor stack_loss(const Tensor& y, const Batch& b, LossKind loss);
 
 }  // namespace vramlab::engine

@@ -63,6 +63,17 @@ FinetuneSpec read_finetune(const SpecValue& v) {
   return f;
 }
 
+// A word-valued field: one of `words` (spec_words.h), as its enum.
+template <typename E, size_t N>
+E one_of(const SpecValue& o, const char* key, const std::array<const char*, N>& words) {
+  const std::string path = std::string("spec.") + key;
+  const std::string& got = need(o, key, "spec").as_string(path);
+  if (auto i = word_index(words, got)) return E(*i);
+  std::string list;
+  for (const char* w : words) list += std::string(list.empty() ? "" : ", ") + w;
+  throw std::invalid_argument(path + ": unknown value \"" + got + "\" (expected " + list + ")");
+}
+
 }  // namespace
 
 int64_t KindArgs::i(const std::string& key) const { return need(args, key.c_str(), path).as_int(path + "." + key); }
@@ -92,12 +103,12 @@ RunSpec read_run_spec(const SpecValue& v) {
   s.iterations = int_("iterations");
   s.accum = int_("accum");
   s.checkpoint = read_checkpoint(need(v, "checkpoint", p));
-  s.precision = str("precision");
-  s.weights = str("weights");
+  s.precision = one_of<Precision>(v, "precision", kPrecisionWords);
+  s.weights = kWeightsDTypes[size_t(one_of<uint8_t>(v, "weights", kWeightsWords))];
   s.set_to_none = flag("set_to_none");
-  s.mode = str("mode");
+  s.mode = one_of<RunMode>(v, "mode", kModeWords);
   s.keep_loss_graph = flag("keep_loss_graph");
-  s.loss = str("loss");
+  s.loss = one_of<LossKind>(v, "loss", kLossWords);
   s.finetune = read_finetune(need(v, "finetune", p));
   if (const SpecValue* sh = v.find("shapes"); sh && !sh->is_null()) {
     if (sh->kind() != SpecValue::Kind::Array) throw std::invalid_argument("spec.shapes must be an array or null");
@@ -109,7 +120,7 @@ RunSpec read_run_spec(const SpecValue& v) {
   }
   s.prompt = int_("prompt");
   s.new_tokens = int_("new_tokens");
-  s.cache = str("cache");
+  s.cache = one_of<CacheKind>(v, "cache", kCacheWords);
   s.empty_cache_every = int_("empty_cache_every");
   if (s.empty_cache_every < 0) throw std::invalid_argument("spec.empty_cache_every must not be negative");
   s.alloc_conf = str("alloc_conf");
@@ -176,12 +187,12 @@ SpecValue write_run_spec(const RunSpec& s) {
     f["checkpoint"] = SpecValue::object({{"every", SpecValue::number(double(s.checkpoint.every))}});
   else
     f["checkpoint"] = SpecValue::string(checkpoint_label(s.checkpoint, buf));
-  f["precision"] = SpecValue::string(s.precision);
-  f["weights"] = SpecValue::string(s.weights);
+  f["precision"] = SpecValue::string(word(s.precision));
+  f["weights"] = SpecValue::string(weights_word(s.weights));
   f["set_to_none"] = SpecValue::boolean(s.set_to_none);
-  f["mode"] = SpecValue::string(s.mode);
+  f["mode"] = SpecValue::string(word(s.mode));
   f["keep_loss_graph"] = SpecValue::boolean(s.keep_loss_graph);
-  f["loss"] = SpecValue::string(s.loss);
+  f["loss"] = SpecValue::string(word(s.loss));
   std::map<std::string, SpecValue> ft{{"method", SpecValue::string(s.finetune.method)}};
   if (s.finetune.method == "freeze") ft["blocks"] = SpecValue::number(double(s.finetune.blocks));
   if (s.finetune.method == "lora") {
@@ -204,7 +215,7 @@ SpecValue write_run_spec(const RunSpec& s) {
   }
   f["prompt"] = SpecValue::number(double(s.prompt));
   f["new_tokens"] = SpecValue::number(double(s.new_tokens));
-  f["cache"] = SpecValue::string(s.cache);
+  f["cache"] = SpecValue::string(word(s.cache));
   f["empty_cache_every"] = SpecValue::number(double(s.empty_cache_every));
   f["alloc_conf"] = SpecValue::string(s.alloc_conf);
   f["device"] = SpecValue::string(s.device);

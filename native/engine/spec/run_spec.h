@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/spec/spec_value.h"
+#include "engine/spec/spec_words.h"
 
 namespace vramlab::engine {
 
@@ -61,18 +62,18 @@ struct RunSpec {
   int64_t iterations = 0;
   int64_t accum = 0;
   CheckpointSpec checkpoint;
-  std::string precision;  // fp32 | tf32 | fp16 | bf16 (autocast)
-  std::string weights;    // fp32 | bf16 | fp16 (parameter storage)
+  Precision precision = Precision::Fp32;  // autocast
+  DType weights = DType::Float32;         // parameter storage
   KindArgs optimizer;
   bool set_to_none = true;
-  std::string mode;  // train | inference | loss_accumulation | generate
+  RunMode mode = RunMode::Train;
   bool keep_loss_graph = true;
-  std::string loss;  // sum | mse | cross_entropy
+  LossKind loss = LossKind::Sum;
   FinetuneSpec finetune;
   std::vector<ShapeStep> shapes;  // empty: every iteration at (batch, model seq)
   int64_t prompt = 0, new_tokens = 0;
-  std::string cache;              // dynamic | static (generate)
-  int64_t empty_cache_every = 0;  // train: torch.cuda.empty_cache() after every n-th iteration
+  CacheKind cache = CacheKind::Dynamic;  // generate
+  int64_t empty_cache_every = 0;         // train: torch.cuda.empty_cache() after every n-th iteration
   std::string alloc_conf;
   std::string device;
   int64_t capacity = 0;  // bytes; 0: the device's

@@ -379,9 +379,9 @@ class HfCausalLM : public Model {
 
   Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
   // labels=input_ids: the model shifts them itself, nothing more is allocated
-  Tensor make_target(int64_t, int64_t, const std::string&) override { return Tensor(); }
+  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
   bool loss_in_forward() const override { return true; }
-  Tensor loss(const Tensor&, const Batch&, const std::string&) override {
+  Tensor loss(const Tensor&, const Batch&, LossKind) override {
     Tensor l = std::move(loss_);
     loss_.reset();
     return l;
