@@ -346,6 +346,7 @@ class HfCausalLM : public Model {
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
     Tensor h = model_forward(idx, &cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
     h.reset();

@@ -88,8 +88,34 @@ class MoeBlock : public Container {
     scores = top;
   }
 
-  // grouped_mm_experts_forward
   Tensor experts(const Tensor& hs, const Tensor& top_k_index, const Tensor& top_k_weights) {
+    return DecodeExpertsScope::active() ? batched_experts(hs, top_k_index, top_k_weights)
+                                        : grouped_experts(hs, top_k_index, top_k_weights);
+  }
+
+  // batched_mm_experts_forward (generation's decoding steps, no gradient)
+  Tensor batched_experts(const Tensor& hs, const Tensor& top_k_index, const Tensor& top_k_weights) {
+    const int64_t N = hs.size(0), K = top_k_index.size(-1), H = hs.size(1), S = N * K, I = a_.expert_intermediate;
+    Tensor selected = repeat_interleave(hs, K, 0);  // (S, H)
+    Tensor sample_weights = top_k_weights.reshape({-1});
+    Tensor expert_ids = make_tensor({S}, DType::Int64, "clamp");  // expert_ids.clamp(0, E - 1)
+    // selected_weights = gate_up_proj[expert_ids]: every token's expert weights copied out
+    Tensor selected_weights = index_rows(gate_up_, expert_ids);  // (S, 2I, H)
+    Tensor proj_out = bmm_no_grad(selected_weights, selected.unsqueeze(2)).view({S, 2 * I});
+    {
+      auto halves = split(proj_out, I, -1);
+      Tensor gated = act(halves[0]);
+      proj_out = mul(gated, halves[1]);
+    }
+    selected_weights = index_rows(down_, expert_ids);  // (S, H, I), made before the old goes
+    proj_out = bmm_no_grad(selected_weights, proj_out.unsqueeze(2)).view({S, H});
+    Tensor weighted_out = mul(proj_out, sample_weights.unsqueeze(1));
+    Tensor final_hidden_states = sum(weighted_out.view({N, K, H}), {1}, false);
+    return final_hidden_states.to(hs.dtype());
+  }
+
+  // grouped_mm_experts_forward
+  Tensor grouped_experts(const Tensor& hs, const Tensor& top_k_index, const Tensor& top_k_weights) {
     const int64_t N = hs.size(0), K = top_k_index.size(-1), H = hs.size(1), S = N * K, E = a_.experts,
                   I = a_.expert_intermediate;
     Tensor sample_weights = top_k_weights.reshape({-1});  // (S,)
@@ -156,7 +182,13 @@ class MoeBlock : public Container {
   Tensor router_w_, gate_up_, down_;
 };
 
+thread_local bool decoding = false;
+
 }  // namespace
+
+DecodeExpertsScope::DecodeExpertsScope(bool on) : saved_(decoding) { decoding = on; }
+DecodeExpertsScope::~DecodeExpertsScope() { decoding = saved_; }
+bool DecodeExpertsScope::active() { return decoding; }
 
 std::shared_ptr<Module> make_moe_block(const Arch& a, DType dtype) { return std::make_shared<MoeBlock>(a, dtype); }
 

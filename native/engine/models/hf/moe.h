@@ -20,4 +20,19 @@ namespace vramlab::engine::hf {
 // parameters, built in the order the architecture's __init__ makes them.
 std::shared_ptr<Module> make_moe_block(const Arch& a, DType dtype);
 
+// generate()'s _optimize_model_for_decode: after the prefill, every decoding step runs the
+// experts as "batched_mm" (each selected token gathers its expert's weights and runs one
+// bmm), while this scope is active on the thread.
+class DecodeExpertsScope {
+ public:
+  explicit DecodeExpertsScope(bool decoding);
+  ~DecodeExpertsScope();
+  DecodeExpertsScope(const DecodeExpertsScope&) = delete;
+  DecodeExpertsScope& operator=(const DecodeExpertsScope&) = delete;
+  static bool active();
+
+ private:
+  bool saved_;
+};
+
 }  // namespace vramlab::engine::hf

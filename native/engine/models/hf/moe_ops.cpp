@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "engine/autocast/autocast.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/ops/common.h"
 #include "engine/ops/cub_temp.h"
@@ -122,9 +123,10 @@ struct MaskedFillBackward0 : Node {
 };
 
 // The output create_grouped_gemm_output_tensor makes (last dim padded to 16 bytes), and
-// on the cutlass path (bf16 on sm90/sm100) the argument buffer bf16bf16_grouped_mm takes
-// from the caching allocator for the kernel's length: per group three pointers (the
-// count rounded up to 2), the problem shape (3 x int32) and three 8-byte strides.
+// on the cutlass path (bf16 on sm90/sm100) what bf16bf16_grouped_mm takes from the caching
+// allocator for the kernel's length: the argument buffer (per group three pointers, the
+// count rounded up to 2, the problem shape, 3 x int32, and three 8-byte strides), then
+// cutlass's workspace.
 Tensor grouped_mm_out(const Tensor& a, const Tensor& b, int64_t groups) {
   const bool a2 = a.dim() == 2, b2 = b.dim() == 2;
   Shape size;
@@ -143,6 +145,9 @@ Tensor grouped_mm_out(const Tensor& a, const Tensor& b, int64_t groups) {
   if (fast) {
     const int64_t aligned_groups = (groups + 1) / 2 * 2;
     auto args = scratch(size_t(aligned_groups * 3 * 8 + groups * 12 + 3 * groups * 8), "bf16bf16_grouped_mm");
+    // Gemm::get_workspace_size: 512 bytes per SM for the persistent group tile scheduler
+    // (67584 on a 132-SM H100, seen in the allocator's trace)
+    auto workspace = scratch(size_t(current_context().sm_count()) * 512, "bf16bf16_grouped_mm");
   }
   return out;
 }
@@ -273,8 +278,9 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs) {
     throw std::invalid_argument("grouped_mm: expected (tokens, K) and (groups, K, N)");
   auto n = make_node<GroupedMmBackward0>({&a, &b});
   if (n) {
-    n->self_ = SavedVariable(a, false);
-    n->mat2_ = SavedVariable(b, false);
+    // each operand is kept only for the other's gradient (frozen experts keep no activations)
+    if (n->should_compute_output(1)) n->self_ = SavedVariable(a, false);
+    if (n->should_compute_output(0)) n->mat2_ = SavedVariable(b, false);
     n->offs_ = SavedVariable(offs, false);
     n->self_sizes = a.sizes();
     n->self_strides = a.strides();
@@ -284,6 +290,14 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs) {
   }
   Tensor out = grouped_mm_out(a, b, offs.size(0));
   return with_history(out, n);
+}
+
+Tensor bmm_no_grad(const Tensor& a_in, const Tensor& b_in) {
+  if (GradMode::is_enabled() && (a_in.requires_grad() || b_in.requires_grad()))
+    throw std::invalid_argument("hf: batched_mm experts are modelled for generation (no gradient) only");
+  // autocast's lower-precision list: arguments cast last to first
+  Tensor b = autocast_lower(b_in), a = autocast_lower(a_in);
+  return make_tensor({a.size(0), a.size(1), b.size(2)}, a.dtype(), "bmm");
 }
 
 }  // namespace vramlab::engine::hf

@@ -33,4 +33,7 @@ void masked_fill_(Tensor& x, const Tensor& mask);
 // output rows padded to 16 bytes (TMA), the cutlass argument buffer on sm90/sm100 bf16.
 Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs);
 
+// torch.bmm(a, b) with no gradient (generation's batched_mm experts), under autocast.
+Tensor bmm_no_grad(const Tensor& a, const Tensor& b);
+
 }  // namespace vramlab::engine::hf
