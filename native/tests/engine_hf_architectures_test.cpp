@@ -90,7 +90,7 @@ TEST(engine_hf_architectures, ParameterCountsMatchTransformers) {
   check("test/refs/measured/h100_hf_more.json", 3);  // OLMo2
 }
 
-TEST(engine_hf_architectures, UnsupportedArchitecturesAndForwardsAreRefusedByName) {
+TEST(engine_hf_architectures, UnsupportedArchitecturesAreRefusedByName) {
   Session s = open_session("sim:h100-80gb", "sim", "");
   ContextGuard g(*s.ctx);
   try {
@@ -106,8 +106,38 @@ TEST(engine_hf_architectures, UnsupportedArchitecturesAndForwardsAreRefusedByNam
     EXPECT_NE(std::string(e.what()).find("FalconForCausalLM"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("LlamaForCausalLM"), std::string::npos);
   }
-  // the MoE forward routes tokens (not modelled yet): refused when run, not built wrong
-  RunSpec spec = read_run_spec(vramlab::spectest::hf_spec(
-      load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/test/refs/hf_reference.json")["runs"].items().at(4)["spec"]));
-  EXPECT_THROW(run_experiment(spec), std::invalid_argument);
+}
+
+// The MoE forward routes tokens by their values, which only the data backends have: they
+// refuse it (the simulated devices model it, sizes depending on the totals alone), and the
+// router's training noise and auxiliary loss, which are not modelled, are refused by name.
+TEST(engine_hf_architectures, MixtureOfExpertsRefusesWhatItDoesNotModel) {
+  {
+    Session s = open_session("sim:h100-80gb", "cpu", "");
+    ContextGuard g(*s.ctx);
+    auto m = build_model(
+        model_args(
+            "MixtralForCausalLM",
+            small({{"num_key_value_heads", num(H)}, {"num_local_experts", num(4)}, {"num_experts_per_tok", num(2)}})),
+        DType::Float32);
+    try {
+      m->forward(m->make_input(1, 8));
+      FAIL() << "the MoE forward ran on the cpu backend";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("simulated devices"), std::string::npos) << e.what();
+    }
+  }
+  Session s = open_session("sim:h100-80gb", "sim", "");
+  ContextGuard g(*s.ctx);
+  auto refused = [&](const std::string& arch, const char* field, SpecValue v) {
+    try {
+      build_model(model_args(arch, small({{field, v}})), DType::BFloat16);
+      ADD_FAILURE() << arch << " built with " << field;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  refused("MixtralForCausalLM", "router_jitter_noise", num(0.01));
+  refused("MixtralForCausalLM", "output_router_logits", SpecValue::boolean(true));
+  refused("Qwen3MoeForCausalLM", "output_router_logits", SpecValue::boolean(true));
 }

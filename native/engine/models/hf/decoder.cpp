@@ -14,6 +14,7 @@
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/modules.h"
+#include "engine/models/hf/moe.h"
 #include "engine/models/transformer_common.h"
 #include "engine/nn/checkpointing.h"
 #include "engine/nn/embedding.h"
@@ -192,32 +193,6 @@ class HfMlp : public Container {
   const Arch& a_;
 };
 
-// Mixture-of-experts parameters (Mixtral, Qwen3-MoE): a router and the experts' fused
-// 3-D weights. Their forward routes tokens (data-dependent sizes): not modelled yet.
-class HfMoeParams : public Container {
- public:
-  HfMoeParams(const Arch& a, DType dt, bool experts_first) : Container("SparseMoeBlock") {
-    auto router = std::make_shared<Container>("TopKRouter");
-    router->add_parameter("weight", new_parameter({a.experts, a.hidden}, dt, "empty"));
-    auto experts = std::make_shared<Container>("Experts");
-    experts->add_parameter("gate_up_proj",
-                           new_parameter({a.experts, 2 * a.expert_intermediate, a.hidden}, dt, "empty"));
-    experts->add_parameter("down_proj", new_parameter({a.experts, a.hidden, a.expert_intermediate}, dt, "empty"));
-    if (experts_first) {
-      add("experts", experts);
-      add("gate", router);
-    } else {
-      add("gate", router);
-      add("experts", experts);
-    }
-  }
-  Tensor forward(const Tensor&) override {
-    throw std::invalid_argument(
-        "hf: the mixture-of-experts forward (token routing) is not modelled yet; parameters, optimizer state and "
-        "the dense layers are");
-  }
-};
-
 class HfLayer : public Container {
  public:
   HfLayer(const Arch& a, DType dt, size_t index) : Container("DecoderLayer"), a_(a) {
@@ -225,7 +200,7 @@ class HfLayer : public Container {
     auto norm = [&] { return std::make_shared<RmsNorm>(C, a.norm_eps, dt, norm_style(a)); };
     add("self_attn", std::make_shared<HfAttention>(a, dt));
     if (a.sparse[index])
-      add("mlp", std::make_shared<HfMoeParams>(a, dt, a.name == "Qwen3MoeForCausalLM"));
+      add("mlp", hf::make_moe_block(a, dt));  // moe.cpp
     else
       add("mlp", std::make_shared<HfMlp>(a, dt));
     if (a.norms != Arch::Norms::Post) add("input_layernorm", norm());
@@ -370,6 +345,7 @@ class HfCausalLM : public Model {
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
     Tensor h = model_forward(idx, &cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
     h.reset();

@@ -1,6 +1,8 @@
 // Qwen3MoeForCausalLM = Qwen3 + sparse MLPs (a router `gate` over num_experts experts of
 // moe_intermediate_size, top num_experts_per_tok) on every decoder_sparse_step-th layer
 // not in mlp_only_layers.
+#include <stdexcept>
+
 #include "engine/models/hf/arch.h"
 
 namespace vramlab::engine::hf {
@@ -21,6 +23,10 @@ Arch qwen3_moe(const Config& c) {
     for (int64_t d : dense_only) only = only || d == i;
     a.sparse[size_t(i)] = !only && a.experts > 0 && step > 0 && (i + 1) % step == 0;
   }
+  // output_router_logits adds the load-balancing loss over every layer's router logits
+  if (c.has("output_router_logits") && !c.is_null("output_router_logits") && c.b("output_router_logits"))
+    throw std::invalid_argument(c.path +
+                                ".output_router_logits true (the auxiliary load-balancing loss) is not modelled");
   return a;
 }
 
