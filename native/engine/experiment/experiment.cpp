@@ -64,9 +64,12 @@ void check_run_spec(const RunSpec& spec) {
   Session s = open_session("sim:custom:1024TiB", "sim", "");
   ContextGuard guard(*s.ctx);
   auto model = build_for(spec);
-  if (spec.mode == RunMode::Generate && !model->can_generate())
+  if (spec.mode == RunMode::Generate && !model->can_generate()) {
+    if (spec.model.kind == "hf")
+      throw std::invalid_argument("mode \"generate\": " + model->type_name() + " generation is not modelled yet");
     throw std::invalid_argument("mode \"generate\" needs a transformer family; " + spec.model.kind +
                                 " has no KV cache");
+  }
 }
 
 namespace {

@@ -44,7 +44,8 @@ class AdapterDict : public Module {
 };
 }  // namespace
 
-PeftLoraLinear::PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout)
+PeftLoraLinear::PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout,
+                               bool fan_in_fan_out)
     : base_(std::move(base)), scaling_(alpha / double(rank)) {
   if (rank < 1) throw std::invalid_argument("LoRA rank must be at least 1");
   if (dropout != 0.0)
@@ -54,8 +55,10 @@ PeftLoraLinear::PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, doubl
   const DType dt = base_->weight.dtype();
   {
     CategoryScope cs(Category::Parameter);
-    a_ = std::make_shared<Linear>(base_->in_features(), rank, false, dt);
-    b_ = std::make_shared<Linear>(rank, base_->out_features(), false, dt);
+    const int64_t in = fan_in_fan_out ? base_->weight.size(0) : base_->in_features();
+    const int64_t out = fan_in_fan_out ? base_->weight.size(1) : base_->out_features();
+    a_ = std::make_shared<Linear>(in, rank, false, dt);
+    b_ = std::make_shared<Linear>(rank, out, false, dt);
     NoGradGuard ng;
     zero_(b_->weight);  // init.zeros_(lora_B)
   }

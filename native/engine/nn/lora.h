@@ -27,7 +27,9 @@ class LoRALinear : public Module {
 // forward: result = base(x); x = x.to(lora_A dtype); result = result + lora_B(lora_A(x)) * scaling.
 class PeftLoraLinear : public Module {
  public:
-  PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout);
+  // fan_in_fan_out: the base keeps its weight as (in, out), as HF's Conv1D does (PEFT sets
+  // it for Conv1D bases and reads the features from the weight that way round).
+  PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout, bool fan_in_fan_out = false);
   std::string type_name() const override { return "lora.Linear"; }
   Tensor forward(const Tensor& x) override;
   void upcast();

@@ -56,12 +56,14 @@ Tensor lse_view(const Tensor& buf, int64_t s) {
                    buf.storage_offset());
 }
 
-SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double dropout_p) {
   auto& ctx = current_context();
   const int cc = ctx.compute_capability();
   const int64_t dq = q.size(3), dk = k.size(3), dv = v.size(3), sq = q.size(2), sk = k.size(2);
   const bool half = is_half(q.dtype());
   auto cudnn_ok = [&] {
+    // check_cudnn_dropout: the probability in steps of 1/16
+    if (dropout_p * 16.0 != std::floor(dropout_p * 16.0)) return false;
     return half && cc >= 80 && dq == dv && dq <= 128 && dq % 8 == 0 && dv % 8 == 0 && sk != 1 && q.size(0) <= 65535 &&
            q.size(1) <= 65535 && q.strides()[3] == 1 && k.strides()[3] == 1 && v.strides()[3] == 1;
   };
@@ -146,7 +148,7 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
 
 // ---- FlashAttention-2 ----
 struct ScaledDotProductFlashAttentionBackward0 : Node {
-  SavedVariable key_, query_, value_, logsumexp_, output_;
+  SavedVariable key_, query_, value_, logsumexp_, output_, philox_seed_, philox_offset_;
   bool causal = false;
   double scale = 1;
   std::string name() const override { return "ScaledDotProductFlashAttentionBackward0"; }
@@ -180,6 +182,8 @@ struct ScaledDotProductFlashAttentionBackward0 : Node {
     value_.reset_data();
     logsumexp_.reset_data();
     output_.reset_data();
+    philox_seed_.reset_data();
+    philox_offset_.reset_data();
   }
 };
 
@@ -203,11 +207,19 @@ int64_t flash_num_splits(int64_t batch_nheads_mblocks, int64_t num_sms, int64_t 
   return 1;
 }
 
-Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
+Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                     double dropout_p) {
   auto n = need_lse ? make_node<ScaledDotProductFlashAttentionBackward0>({&q, &k, &v}) : nullptr;
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3), Sk = k.size(2);
   Tensor out = empty_like_layout(q.transpose(1, 2), "_flash_attention_forward").transpose(1, 2);
   Tensor lse = make_tensor({B, H, S}, DType::Float32, "_flash_attention_forward");
+  // with dropout, the philox seed and offset as two device int64 scalars (saved for the
+  // backward; measured: 1 KiB a layer more than without dropout)
+  Tensor seed, offset;
+  if (dropout_p > 0) {
+    seed = make_tensor({}, DType::Int64, "_flash_attention_forward");
+    offset = make_tensor({}, DType::Int64, "_flash_attention_forward");
+  }
   {
     Tensor lse_accum, out_accum;
     if (!need_lse) {
@@ -231,6 +243,10 @@ Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     set_history(out, n);
     n->output_ = SavedVariable(out, true);
     n->logsumexp_ = SavedVariable(lse, false);
+    if (seed.defined()) {
+      n->philox_seed_ = SavedVariable(seed, false);
+      n->philox_offset_ = SavedVariable(offset, false);
+    }
   }
   return out;
 }
@@ -358,8 +374,8 @@ const char* sdpa_backend_name(SdpaBackend b) {
   return "?";
 }
 
-SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
-  return select_backend(q, k, v, causal);
+SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double dropout_p) {
+  return select_backend(q, k, v, causal, dropout_p);
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool is_causal) {
@@ -368,6 +384,11 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
 
 Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool is_causal,
                                     bool enable_gqa, double scale_in) {
+  return scaled_dot_product_attention(q_in, k_in, v_in, is_causal, enable_gqa, scale_in, 0.0);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool is_causal,
+                                    bool enable_gqa, double scale_in, double dropout_p) {
   // Autocast lists SDPA as lower precision: v, k, q cast (last argument first).
   Tensor v = autocast_lower(v_in), k = autocast_lower(k_in), q = autocast_lower(q_in);
   AutocastExcludeGuard ex;
@@ -388,17 +409,19 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     throw std::invalid_argument(
         "scaled_dot_product_attention: grouped-query attention (enable_gqa) runs on the simulated device only");
   const bool need_lse = any_requires_grad({&q, &k, &v});
+  if (dropout_p > 0 && current_context().backend().has_data())
+    throw std::invalid_argument("scaled_dot_product_attention: dropout runs on the simulated device only");
   if (!current_context().backend().models_cuda()) {
     // The CPU reference: efficient-attention layout, no workspaces.
     return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
-  const SdpaBackend backend = select_backend(q, k, v, is_causal);
+  const SdpaBackend backend = select_backend(q, k, v, is_causal, dropout_p);
   current_context().last_sdpa_backend = sdpa_backend_name(backend);
   switch (backend) {
     case SdpaBackend::Cudnn:
       return cudnn_forward(q, k, v, is_causal, scale, need_lse);
     case SdpaBackend::Flash:
-      return flash_forward(q, k, v, is_causal, scale, need_lse);
+      return flash_forward(q, k, v, is_causal, scale, need_lse, dropout_p);
     case SdpaBackend::Efficient:
       if (gqa)
         throw std::invalid_argument(

@@ -8,12 +8,17 @@ enum class SdpaBackend : uint8_t { Cudnn, Flash, Efficient };
 const char* sdpa_backend_name(SdpaBackend b);
 // The backend torch.nn.functional.scaled_dot_product_attention picks for these inputs on
 // the current device (throws for shapes only the unmodelled math fallback takes).
-SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal);
+SdpaBackend sdpa_backend_for(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double dropout_p = 0);
 // q, k, v: (batch, heads, seq, head_dim); scale 1/sqrt(head_dim); no mask, no dropout.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal);
 // With enable_gqa (k, v with fewer heads than q, as Hugging Face passes it when there is
 // no mask) and a scale (0: 1/sqrt(head_dim)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
                                     double scale);
+// With dropout_p > 0 (training): cuDNN only takes multiples of 1/16 (check_cudnn_dropout), so
+// p = 0.1 goes to flash (half types) or memory-efficient (float32). Their philox seed and
+// offset are host scalars outside graph capture: nothing more on the device.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
+                                    double scale, double dropout_p);
 
 }  // namespace vramlab::engine

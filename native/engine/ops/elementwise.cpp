@@ -2,6 +2,7 @@
 // Backward nodes compute their inputs' gradients in the order PyTorch's generated code
 // does: by argument name, alphabetically (other before self), which fixes which
 // temporary exists when in a backward pass.
+#include "engine/autocast/autocast.h"
 #include "engine/ops/common.h"
 
 namespace vramlab::engine {
@@ -330,7 +331,10 @@ Tensor& div_(Tensor& a, double s) {
   return a;
 }
 
-Tensor pow(const Tensor& a, double exponent) {
+Tensor pow(const Tensor& a_in, double exponent) {
+  // Autocast lists pow as fp32: a half input is cast to float32, and the copy is what is saved
+  Tensor a = autocast_fp32(a_in);
+  AutocastExcludeGuard ex;
   auto n = make_node<PowBackward0>({&a});
   if (n) {
     n->self_ = SavedVariable(a, false);

@@ -11,12 +11,23 @@
 
 namespace vramlab::engine::hf {
 
+// rope_parameters as standardize_rope_params leaves them: what each rope type's init
+// function reads (the values shape nothing but inv_freq's contents and a scaling).
+struct Rope {
+  std::string type = "default";  // default | linear | dynamic | yarn | longrope | llama3
+  double theta = 0;
+  int64_t max_positions = 0;                   // config.max_position_embeddings (dynamic's cached length)
+  int64_t original_max = 0;                    // original_max_position_embeddings (yarn, longrope, llama3)
+  size_t long_factors = 0, short_factors = 0;  // longrope: lengths of long_factor / short_factor
+};
+
 struct Arch {
   std::string name;  // "LlamaForCausalLM"
   // sizes
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   int64_t max_positions = 0;
   double norm_eps = 0, rope_theta = 0;
+  Rope rope;
   std::string act;   // ACT2FN name: silu | gelu_pytorch_tanh | gelu_new
   bool tie = false;  // lm_head.weight is embed_tokens.weight
   // projections
@@ -69,8 +80,8 @@ struct Config {
 // The sizes every decoder config spells the same way (vocab, hidden, heads, layers, ...).
 Arch decoder_sizes(const Config& c, const std::string& name);
 Arch llama_shape(const Config& c, const std::string& name);
-// rope_parameters.rope_theta (HF 5 configs), refusing rope types other than "default".
-double rope_theta(const Config& c);
+// rope_parameters (HF 5 configs) read into a.rope and a.rope_theta.
+void read_rope_into(Arch& a, const Config& c);
 // layer_types: which layers use sliding-window attention.
 std::vector<bool> sliding_layers(const Config& c, int64_t layers);
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "engine/models/hf/arch.h"
+#include "engine/models/hf/rope.h"
 
 namespace vramlab::engine::hf {
 
@@ -17,14 +18,9 @@ bool Config::b(const char* key) const { return at(key).as_bool(path + "." + key)
 std::string Config::s(const char* key) const { return at(key).as_string(path + "." + key); }
 bool Config::is_null(const char* key) const { return at(key).is_null(); }
 
-double rope_theta(const Config& c) {
-  const SpecValue& r = c.at("rope_parameters");
-  const std::string p = c.path + ".rope_parameters";
-  if (!r.is_object()) throw std::invalid_argument(p + " must be an object with rope_type and rope_theta");
-  const std::string type = r["rope_type"].as_string(p + ".rope_type");
-  if (type != "default")
-    throw std::invalid_argument(p + ".rope_type \"" + type + "\" is not supported (only \"default\")");
-  return r["rope_theta"].as_number(p + ".rope_theta");
+void read_rope_into(Arch& a, const Config& c) {
+  a.rope = read_rope(c, c.at("rope_parameters"), c.path + ".rope_parameters");
+  a.rope_theta = a.rope.theta;
 }
 
 std::vector<bool> sliding_layers(const Config& c, int64_t layers) {
@@ -65,7 +61,7 @@ Arch decoder_sizes(const Config& c, const std::string& name) {
 
 Arch llama_shape(const Config& c, const std::string& name) {
   Arch a = decoder_sizes(c, name);
-  a.rope_theta = rope_theta(c);
+  read_rope_into(a, c);
   a.act = c.s("hidden_act");
   return a;
 }

@@ -15,6 +15,7 @@
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe.h"
+#include "engine/models/hf/rope.h"
 #include "engine/models/transformer_common.h"
 #include "engine/nn/checkpointing.h"
 #include "engine/nn/embedding.h"
@@ -186,9 +187,11 @@ class HfMlp : public Container {
  private:
   Tensor act(const Tensor& x) const {
     if (a_.act == "silu") return silu(x);
-    if (a_.act == "gelu_pytorch_tanh" || a_.act == "gelu_new") return gelu(x, true);
+    if (a_.act == "gelu_pytorch_tanh") return gelu(x, true);
+    if (a_.act == "gelu_new") return hf::new_gelu(x);
     if (a_.act == "gelu") return gelu(x, false);
-    throw std::invalid_argument("hf: activation \"" + a_.act + "\" is not supported (silu, gelu, gelu_pytorch_tanh)");
+    throw std::invalid_argument("hf: activation \"" + a_.act +
+                                "\" is not supported (silu, gelu, gelu_new, gelu_pytorch_tanh)");
   }
   const Arch& a_;
 };
@@ -275,7 +278,6 @@ class HfCausalLM : public Model {
     if (attn != "sdpa")
       throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
                                   "\" is not modelled yet (only \"sdpa\")");
-    if (arch_.gpt2) throw std::invalid_argument("hf: " + arch_.name + " is not modelled yet");
     const Arch& a = arch_;
     {
       // transformers imports torchaudio.compliance.kaldi lazily while the model is built,
@@ -301,16 +303,9 @@ class HfCausalLM : public Model {
     model->add("layers", list);
     norm_ = std::make_shared<RmsNorm>(a.hidden, a.norm_eps, dt, norm_style(a));
     model->add("norm", norm_);
-    {
-      // LlamaRotaryEmbedding: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)),
-      // built under torch.device("cuda"), and its clone original_inv_freq.
-      CategoryScope cs(Category::Other);
-      NoGradGuard ng;
-      inv_freq_ = hf::rope_inv_freq(a.head_dim, a.rope_theta);
-      Tensor orig = inv_freq_.clone();
-      model->add_buffer("rotary_emb.inv_freq", inv_freq_);
-      model->add_buffer("rotary_emb.original_inv_freq", orig);
-    }
+    // LlamaRotaryEmbedding: inv_freq from the rope type's init function and its clone
+    rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
+    model->add("rotary_emb", rotary_);
     register_module("model", model);
     // nn.Linear(hidden, vocab) is made with its own weight either way; post_init's
     // tie_weights() then points it at embed_tokens.weight and the weight made is freed
@@ -409,8 +404,9 @@ class HfCausalLM : public Model {
     if (!cache) hf::packed_sequence_check(position_ids, B);
     Tensor x = emb;
     Tensor cos, sin;
-    hf::rotary_cos_sin(inv_freq_, position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta, cos,
-                       sin);
+    rotary_->update(past + T);  // @dynamic_rope_update
+    hf::rotary_cos_sin(rotary_->inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(),
+                       arch_.rope_theta, cos, sin);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
     Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
@@ -440,13 +436,17 @@ class HfCausalLM : public Model {
   std::vector<std::shared_ptr<HfLayer>> layers_;
   std::shared_ptr<RmsNorm> norm_;
   std::shared_ptr<Linear> lm_head_;
-  Tensor inv_freq_;
+  std::shared_ptr<hf::RotaryEmbedding> rotary_;
   Tensor import_scalar_, embed_scale_;
   Tensor loss_;
 };
 
 }  // namespace
 
-std::unique_ptr<Model> build_hf(const KindArgs& a, DType weights) { return std::make_unique<HfCausalLM>(a, weights); }
+std::unique_ptr<Model> build_hf(const KindArgs& a, DType weights) {
+  // GPT-2 is not a Llama-shaped decoder (learned positions, LayerNorm, Conv1D, dropout): its own file
+  if (hf::read_arch(a).gpt2) return hf::build_gpt2(a, weights);
+  return std::make_unique<HfCausalLM>(a, weights);
+}
 
 }  // namespace vramlab::engine

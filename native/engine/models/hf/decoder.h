@@ -14,4 +14,9 @@ namespace vramlab::engine {
 // built directly in `weights` (torch.set_default_dtype + with torch.device("cuda")).
 std::unique_ptr<Model> build_hf(const KindArgs& a, DType weights);
 
+namespace hf {
+// GPT2LMHeadModel (gpt2_model.cpp).
+std::unique_ptr<Model> build_gpt2(const KindArgs& a, DType weights);
+}  // namespace hf
+
 }  // namespace vramlab::engine

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/models/hf/arch.h"
+#include "engine/models/hf/rope.h"
 
 namespace vramlab::engine::hf {
 
@@ -26,7 +27,7 @@ Arch gemma_common(const Config& c, const char* name) {
 
 Arch gemma2(const Config& c) {
   Arch a = gemma_common(c, "Gemma2ForCausalLM");
-  a.rope_theta = rope_theta(c);
+  read_rope_into(a, c);
   return a;
 }
 
@@ -37,13 +38,11 @@ Arch gemma3_text(const Config& c) {
   a.qk_norm = Arch::QkNorm::PerHead;
   const SpecValue& r = c.at("rope_parameters");
   const SpecValue* full = r.find("full_attention");
-  Config rc{full ? *full : r, c.path + ".rope_parameters.full_attention"};
   if (full) {
-    const std::string type = (*full)["rope_type"].as_string(rc.path + ".rope_type");
-    if (type != "default") throw std::invalid_argument(rc.path + ".rope_type \"" + type + "\" is not supported");
-    a.rope_theta = (*full)["rope_theta"].as_number(rc.path + ".rope_theta");
+    a.rope = read_rope(c, *full, c.path + ".rope_parameters.full_attention");
+    a.rope_theta = a.rope.theta;
   } else {
-    a.rope_theta = rope_theta(c);
+    read_rope_into(a, c);
   }
   return a;
 }

@@ -1,5 +1,6 @@
 #include "engine/models/hf/modules.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
@@ -89,21 +90,6 @@ Tensor RmsNorm::forward(const Tensor& x) {
   return out;
 }
 
-Tensor rope_inv_freq(int64_t head_dim, double theta) {
-  // 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)): arange, /, pow,
-  // then 1.0 / x as reciprocal() * 1.0, each temporary freed once the next op has run.
-  // (The values are not used: rotary_cos_sin takes its angles from the backend.)
-  (void)theta;
-  const int64_t n = head_dim / 2;
-  Tensor x = zeros({n});
-  x = div(x, double(head_dim));
-  x = make_tensor({n}, DType::Float32, "pow");
-  Tensor rec = make_tensor({n}, DType::Float32, "reciprocal");
-  x.reset();
-  Tensor inv = mul(rec, 1.0);
-  return inv;
-}
-
 void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
                     Tensor& sin) {
   NoGradGuard ng;
@@ -162,6 +148,27 @@ void packed_sequence_check(const Tensor& position_ids, int64_t batch) {
     Tensor eq = bool_tensor({batch}, "eq");
     Tensor all = bool_tensor({}, "all");
   }
+}
+
+Tensor new_gelu(const Tensor& x) {
+  // left to right: 0.5 * x first; pow saves x, tanh its result, the last mul both operands
+  Tensor half = mul(x, 0.5);
+  Tensor inner;
+  {
+    Tensor cubic;
+    {
+      Tensor p = pow(x, 3.0);
+      cubic = mul(p, 0.044715);
+    }
+    Tensor sum = add(x, cubic);
+    cubic.reset();
+    inner = mul(sum, std::sqrt(2.0 / M_PI));
+  }
+  Tensor t = engine::tanh(inner);
+  inner.reset();
+  Tensor one_plus = add(t, 1.0);
+  t.reset();
+  return mul(half, one_plus);
 }
 
 Tensor causal_lm_loss(const Tensor& logits_in, const Tensor& labels, int64_t vocab) {

@@ -40,14 +40,15 @@ class RmsNorm : public Module {
   NormStyle style_;
 };
 
-// compute_default_rope_parameters on the device: (head_dim / 2,) float32.
-Tensor rope_inv_freq(int64_t head_dim, double theta);
 // LlamaRotaryEmbedding.forward: cos, sin (1, T, D) in `dtype` for position_ids (1, T).
 void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
                     Tensor& sin);
 // find_packed_sequence_indices over position_ids expanded to the batch (training, no
 // cache): its temporaries, then None for one sequence per row.
 void packed_sequence_check(const Tensor& position_ids, int64_t batch);
+// NewGELUActivation (ACT2FN["gelu_new"]), written out in Python ops:
+// 0.5 * x * (1.0 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3.0)))).
+Tensor new_gelu(const Tensor& x);
 // ForCausalLMLoss: logits.float(), labels padded with -100 and shifted, mean cross-entropy.
 Tensor causal_lm_loss(const Tensor& logits, const Tensor& labels, int64_t vocab);
 

@@ -1,0 +1,323 @@
+// GPT2LMHeadModel (transformers 5.17 modeling_gpt2.py): transformer.wte / wpe learned
+// embeddings, blocks of LayerNorm -> GPT2Attention (Conv1D c_attn, SDPA, Conv1D c_proj) ->
+// LayerNorm -> GPT2MLP (Conv1D c_fc, gelu_new, Conv1D c_proj), ln_f and an lm_head tied to
+// wte. Dropout (embd/attn/resid_pdrop, 0.1 by default) is on in training: native_dropout
+// keeps a bool mask per dropped tensor, and SDPA's dropout_p steers its backend choice.
+// Forwards follow the Python line by line (a local lives until rebound or returned).
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "engine/autograd/node.h"
+#include "engine/core/alloc_tag.h"
+#include "engine/core/grad_mode.h"
+#include "engine/models/hf/decoder.h"
+#include "engine/models/hf/modules.h"
+#include "engine/models/transformer_common.h"
+#include "engine/nn/checkpointing.h"
+#include "engine/nn/embedding.h"
+#include "engine/nn/layer_norm.h"
+#include "engine/nn/lora.h"
+#include "engine/ops/attention.h"
+#include "engine/ops/dropout.h"
+#include "engine/ops/ops.h"
+
+namespace vramlab::engine::hf {
+
+namespace {
+
+// Dropout is on in training (model.train()); generation and inference run without grad.
+bool training() { return GradMode::is_enabled(); }
+
+// transformers.pytorch_utils.Conv1D(nf, nx): weight (nx, nf) = (in, out), bias zeros(nf);
+// forward addmm(bias, x.view(-1, nx), weight).view(..., nf). A Linear to PEFT, which wraps it
+// with fan_in_fan_out (the weight read as in x out).
+class Conv1D : public Linear {
+ public:
+  Conv1D(int64_t nf, int64_t nx, DType dt) : Linear(make_weight(nx, nf, dt)) {
+    bias = new_parameter({nf}, dt, "zeros");  // nn.Parameter(torch.zeros(nf))
+    {
+      NoGradGuard ng;
+      fill_(bias, 0.0);
+    }
+    bias.requires_grad_(true);
+    register_parameter("bias", bias);
+  }
+  std::string type_name() const override { return "Conv1D"; }
+  Tensor forward(const Tensor& x) override {
+    Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+    out_shape.push_back(weight.size(1));
+    Tensor y = addmm(bias, x.view({-1, x.size(-1)}), weight);
+    return y.view(out_shape);
+  }
+
+ private:
+  // nn.Parameter(torch.empty(nx, nf)); nn.init.normal_(std=0.02)
+  static Tensor make_weight(int64_t nx, int64_t nf, DType dt) {
+    Tensor w = new_parameter({nx, nf}, dt, "empty");
+    {
+      NoGradGuard ng;
+      normal_(w, 0.0, 0.02);
+    }
+    w.requires_grad_(true);
+    return w;
+  }
+};
+
+class Gpt2Attention : public Container {
+ public:
+  Gpt2Attention(const Arch& a, DType dt) : Container("GPT2Attention"), a_(a) {
+    add("c_attn", std::make_shared<Conv1D>(3 * a.hidden, a.hidden, dt));
+    add("c_proj", std::make_shared<Conv1D>(a.hidden, a.hidden, dt));
+  }
+  Tensor forward(const Tensor& h) override {
+    ModuleScope ms(path_id());
+    CategoryScope cs(Category::Attention);
+    const int64_t B = h.size(0), T = h.size(1), C = a_.hidden, H = a_.heads, D = a_.head_dim;
+    // query, key, value = c_attn(hidden_states).split(split_size, dim=2); each
+    // .view(B, T, -1, head_dim).transpose(1, 2): views of the one projection
+    Tensor q, k, v;
+    {
+      Tensor qkv = call("c_attn", h);
+      q = qkv.slice(-1, 0, C).view({B, T, H, D}).transpose(1, 2);
+      k = qkv.slice(-1, C, 2 * C).view({B, T, H, D}).transpose(1, 2);
+      v = qkv.slice(-1, 2 * C, 3 * C).view({B, T, H, D}).transpose(1, 2);
+    }
+    // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
+    // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
+    Tensor o = scaled_dot_product_attention(q, k, v, T > 1, false, 1.0 / std::sqrt(double(D)),
+                                            training() ? a_.attn_pdrop : 0.0);
+    o = o.transpose(1, 2).contiguous();
+    o = o.reshape({B, T, C}).contiguous();
+    o = call("c_proj", o);
+    return dropout(o, a_.resid_pdrop, training());  // resid_dropout; c_proj's output freed
+  }
+
+ private:
+  const Arch& a_;
+};
+
+class Gpt2Mlp : public Container {
+ public:
+  Gpt2Mlp(const Arch& a, DType dt) : Container("GPT2MLP"), a_(a) {
+    add("c_fc", std::make_shared<Conv1D>(a.intermediate, a.hidden, dt));
+    add("c_proj", std::make_shared<Conv1D>(a.hidden, a.intermediate, dt));
+  }
+  Tensor forward(const Tensor& x) override {
+    CategoryScope cs(Category::Mlp);
+    Tensor h = call("c_fc", x);
+    h = act(h);
+    h = call("c_proj", h);
+    return dropout(h, a_.resid_pdrop, training());
+  }
+
+ private:
+  Tensor act(const Tensor& x) const {
+    if (a_.act == "gelu_new") return new_gelu(x);
+    if (a_.act == "gelu_pytorch_tanh") return gelu(x, true);
+    if (a_.act == "gelu") return gelu(x, false);
+    if (a_.act == "silu") return silu(x);
+    throw std::invalid_argument("hf: activation_function \"" + a_.act +
+                                "\" is not supported (gelu_new, gelu, gelu_pytorch_tanh, silu)");
+  }
+  const Arch& a_;
+};
+
+class Gpt2Block : public Container {
+ public:
+  Gpt2Block(const Arch& a, DType dt) : Container("GPT2Block") {
+    add("ln_1", std::make_shared<LayerNorm>(a.hidden, dt));
+    add("attn", std::make_shared<Gpt2Attention>(a, dt));
+    add("ln_2", std::make_shared<LayerNorm>(a.hidden, dt));
+    add("mlp", std::make_shared<Gpt2Mlp>(a, dt));
+  }
+  Tensor forward(const Tensor& x) override {
+    ModuleScope ms(path_id());
+    // residual = hidden_states; hidden_states = ln_1(...); attn_output, _ = attn(...)
+    Tensor attn_output;
+    {
+      Tensor h = norm("ln_1", x);
+      attn_output = call("attn", h);
+    }
+    Tensor residual = engine::add(attn_output, x);  // hidden_states = attn_output + residual
+    Tensor ff;
+    {
+      Tensor h = norm("ln_2", residual);
+      ff = call("mlp", h);
+    }
+    // attn_output and feed_forward_hidden_states stay bound until the block returns
+    return engine::add(residual, ff);
+  }
+
+ private:
+  Tensor norm(const char* n, const Tensor& x) {
+    CategoryScope cs(Category::Norm);
+    return call(n, x);
+  }
+};
+
+class Gpt2LMHeadModel : public Model {
+ public:
+  Gpt2LMHeadModel(const KindArgs& args, DType dt) : arch_(read_arch(args)), seq_(args.i("seq")) {
+    const std::string attn = args.s("attn_implementation");
+    if (attn != "sdpa")
+      throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
+                                  "\" is not modelled yet (only \"sdpa\")");
+    const Arch& a = arch_;
+    if (a.hidden % a.heads != 0)
+      throw std::invalid_argument(args.path + ".config: n_embd (" + std::to_string(a.hidden) +
+                                  ") must be divisible by n_head (" + std::to_string(a.heads) + ")");
+    {
+      // the lazily imported torchaudio kaldi module's EPSILON, as for every hf model
+      CategoryScope cs(Category::Other);
+      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
+    }
+    auto transformer = std::make_shared<Container>("GPT2Model");
+    wte_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
+    transformer->add("wte", wte_);
+    wpe_ = std::make_shared<Embedding>(a.max_positions, a.hidden, dt);
+    transformer->add("wpe", wpe_);
+    auto list = std::make_shared<Container>("ModuleList");
+    for (int64_t i = 0; i < a.layers; ++i) {
+      blocks_.push_back(std::make_shared<Gpt2Block>(a, dt));
+      list->add(std::to_string(i), blocks_.back());
+    }
+    transformer->add("h", list);
+    ln_f_ = std::make_shared<LayerNorm>(a.hidden, dt);
+    transformer->add("ln_f", ln_f_);
+    register_module("transformer", transformer);
+    // nn.Linear(n_embd, vocab, bias=False) made with its own weight, then tied to wte by post_init
+    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
+    if (a.tie) lm_head_ = std::make_shared<Linear>(wte_->weight);
+    register_module("lm_head", lm_head_);
+  }
+  std::string type_name() const override { return arch_.name; }
+
+  Tensor forward(const Tensor& idx) override {
+    const int64_t T = idx.size(1);
+    if (T > arch_.max_positions)
+      throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed n_positions (" +
+                                  std::to_string(arch_.max_positions) + ")");
+    Tensor logits;
+    {
+      Tensor h = transformer_forward(idx);
+      CategoryScope cs(Category::Logits);
+      logits = (*lm_head_)(h);
+    }
+    {
+      CategoryScope cs(Category::Logits);
+      loss_ = causal_lm_loss(logits, idx, arch_.vocab);
+    }
+    return logits;
+  }
+
+  Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
+  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
+  bool loss_in_forward() const override { return true; }
+  Tensor loss(const Tensor&, const Batch&, LossKind) override {
+    Tensor l = std::move(loss_);
+    loss_.reset();
+    return l;
+  }
+  int64_t vocab() const override { return arch_.vocab; }
+  int64_t num_blocks() const override { return arch_.layers; }
+
+  void apply_finetune(const FinetuneSpec& f) override {
+    adapted_ = f.method != "full";
+    std::vector<std::shared_ptr<PeftLoraLinear>> wrapped;
+    FinetunePlan plan;
+    plan.depth = arch_.layers;
+    plan.block_prefix = "transformer.h.";
+    plan.always_frozen = {"transformer.wte", "transformer.wpe"};
+    plan.lora_sites = [this](const std::vector<std::string>& targets) { return lora_sites(targets); };
+    plan.wrap = [&](std::shared_ptr<Linear> base) {
+      const bool conv = std::dynamic_pointer_cast<Conv1D>(base) != nullptr;
+      wrapped.push_back(std::make_shared<PeftLoraLinear>(base, f.rank, f.alpha, f.dropout, conv));
+      return wrapped.back();
+    };
+    plan.after = [&] {
+      for (auto& w : wrapped) w->upcast();
+    };
+    apply_finetune_plan(*this, f, plan);
+  }
+
+ private:
+  // PEFT's target matching over Conv1D (and Linear) modules: c_attn, c_proj, c_fc.
+  std::vector<LoraSite> lora_sites(const std::vector<std::string>& targets) {
+    std::vector<LoraSite> out;
+    std::vector<bool> used(targets.size(), false);
+    std::function<void(Module&)> walk = [&](Module& m) {
+      for (auto& [name, child] : m.children()) {
+        bool hit = false;
+        for (size_t i = 0; i < targets.size(); ++i)
+          if (targets[i] == name && std::dynamic_pointer_cast<Linear>(child)) hit = used[i] = true;
+        if (hit)
+          out.push_back({&m, name});
+        else
+          walk(*child);
+      }
+    };
+    walk(*this);
+    for (size_t i = 0; i < targets.size(); ++i)
+      if (!used[i])
+        throw std::invalid_argument(
+            "LoRA target \"" + targets[i] +
+            "\" names no Conv1D/Linear module of GPT2LMHeadModel (c_attn, c_proj, c_fc, lm_head)");
+    return out;
+  }
+
+  // GPT2Model.forward: wte, positions, wpe, their sum, the mask probe, drop, the blocks, ln_f.
+  Tensor transformer_forward(const Tensor& idx) {
+    const int64_t B = idx.size(0), T = idx.size(1);
+    CategoryScope cs(Category::Activation);
+    Tensor inputs_embeds = (*wte_)(idx);
+    // enable_input_require_grads() (with checkpointing and LoRA/freeze, as the protocol calls
+    // it): wte's forward hook marks its output as needing grad, so the embedding dropout's mask
+    // is kept for backward
+    if (adapted_ && checkpoint_.mode != CheckpointSpec::Mode::None && training()) {
+      inputs_embeds.requires_grad_(true);
+      // ... and, a leaf now, it is held by its AccumulateGrad (with the .grad it gets in
+      // backward) for as long as the graph lives, past this forward's return
+      Tensor leaf = inputs_embeds;
+      inputs_embeds = apply_post_backward_hook(inputs_embeds, [leaf] {});
+    }
+    Tensor position_ids;
+    {
+      // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
+      Tensor ar = arange(0, T);
+      position_ids = add(ar, 0.0).unsqueeze(0);
+    }
+    Tensor position_embeds = (*wpe_)(position_ids);
+    Tensor x = add(inputs_embeds, position_embeds);
+    packed_sequence_check(position_ids, B);  // create_causal_mask (sdpa, no padding: None)
+    x = dropout(x, arch_.embd_pdrop, training());
+    // HF checkpoints partial(block.__call__, **kwargs): position_ids rides along
+    x = run_blocks(blocks_.size(), x, checkpoint_,
+                   [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*blocks_[i])(h); },
+                   {position_ids});
+    Tensor out;
+    {
+      CategoryScope ncs(Category::Norm);
+      out = (*ln_f_)(x);
+    }
+    x.reset();
+    return out;
+  }
+
+  Arch arch_;
+  int64_t seq_;
+  std::shared_ptr<Embedding> wte_, wpe_;
+  std::vector<std::shared_ptr<Gpt2Block>> blocks_;
+  std::shared_ptr<LayerNorm> ln_f_;
+  std::shared_ptr<Linear> lm_head_;
+  Tensor import_scalar_, loss_;
+  bool adapted_ = false;  // LoRA or freeze
+};
+
+}  // namespace
+
+std::unique_ptr<Model> build_gpt2(const KindArgs& a, DType weights) {
+  return std::make_unique<Gpt2LMHeadModel>(a, weights);
+}
+
+}  // namespace vramlab::engine::hf

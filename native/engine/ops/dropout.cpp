@@ -1,0 +1,43 @@
+// torch.nn.functional.dropout in training on CUDA: at::native_dropout (the fused kernel
+// for 0 < p < 1), which makes the bool mask and then the output; autograd saves the mask
+// (NativeDropoutBackward0: result1) and the backward writes one tensor like the gradient.
+// p == 0 (or eval) returns the input itself, allocating nothing.
+#include "engine/ops/dropout.h"
+
+#include "engine/ops/common.h"
+
+namespace vramlab::engine {
+
+namespace {
+
+struct NativeDropoutBackward0 : Node {
+  SavedVariable result1_;
+  std::string name() const override { return "NativeDropoutBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(1);
+    // native_dropout_backward: at::empty_like(grad), masked and scaled
+    return {make_tensor(g[0].sizes(), g[0].dtype(), "native_dropout_backward")};
+  }
+  void release_variables() override { result1_.reset_data(); }
+};
+
+}  // namespace
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  if (!train || p == 0 || x.numel() == 0) return x;
+  if (!(p > 0 && p < 1))
+    throw std::invalid_argument("dropout probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (current_context().backend().has_data())
+    throw std::invalid_argument(
+        "dropout in training runs on the simulated device only (its random mask is not computed)");
+  auto n = make_node<NativeDropoutBackward0>({&x});
+  // the mask first (torch.bool: one byte an element; the engine has no bool dtype, so a
+  // half tensor of half as many elements, which the allocator rounds the same), then the output
+  const int64_t bytes = x.numel();
+  Tensor mask = make_tensor({(bytes + 1) / 2}, DType::Float16, "native_dropout");
+  Tensor out = make_tensor(x.sizes(), x.dtype(), "native_dropout");
+  if (n) n->result1_ = SavedVariable(mask, false);
+  return with_history(out, n);
+}
+
+}  // namespace vramlab::engine
