@@ -135,20 +135,18 @@ TEST(DistParity, Fsdp2SymmetricRanksSimulatedOnce) {
 // inside the range the simulation reports (released at once .. held past the last
 // reading), and a reading outside `ranges` must be exact. Held to that exactly:
 // gradient_as_bucket_view (the AccumulateGrad gradients freed into the buckets) and the
-// published GPT-2 124M bf16 run. With separate .grad tensors and fp32 compute (and the
-// Llama runs) a block of the first optimizer step lands in another free block of the
-// pool, 1 to 4 MiB apart, as in the fp32 FSDP2 runs: there, within 4 MiB.
+// published GPT-2 124M bf16 run. With separate .grad tensors on the smaller models a block
+// of the first backward or optimizer step lands in another free block of the pool, 1 to 4
+// MiB apart, as in the fp32 FSDP2 runs: there, within 4 MiB (reserved: one 20 MiB segment).
 TEST(DistParity, DdpFirstIterationExactLaterInsideRange) {
   int total = 0, exact_configs = 0;
   const double tol = 4.0 * 1048576.0;
   for (auto& c : configs("ddp")) {
     SCOPED_TRACE(c.spec.to_json());
-    const SpecValue* prec = c.spec.find("precision");
     const bool as_view = c.spec["parallel"].find("gradient_as_bucket_view") &&
                          c.spec["parallel"]["gradient_as_bucket_view"].as_bool("gradient_as_bucket_view");
-    const bool exact = as_view || (c.spec["model"]["kind"].as_string("kind") == "gpt" && prec &&
-                                   prec->as_string("precision") == "bf16");
-    const double slack = exact ? 0.0 : tol;
+    const bool gpt2_124m = c.spec["model"]["vocab"].as_int("vocab") == 50304;
+    const bool exact = as_view || gpt2_124m;
     RunResult r = run_experiment(vramlab::spectest::spec(c.spec));
     auto range_of = [&](const std::string& key) -> const std::pair<int64_t, int64_t>* {
       for (auto& [k, lh] : r.ranges)
@@ -166,6 +164,9 @@ TEST(DistParity, DdpFirstIterationExactLaterInsideRange) {
           for (auto& [ok, ov] : r.ranks[k])
             if (ok == key) ours = ov;
           const auto* lh = range_of(key);
+          // reserved moves by whole segments: where a block lands decides whether a 20 MiB
+          // segment is cut
+          const double slack = exact ? 0.0 : key == "reserved_peak" ? 20.0 * 1048576.0 : tol;
           const bool before_rebuild = key != "reserved_peak" && (key.rfind("it", 0) != 0 || key.rfind("it0_", 0) == 0);
           if (before_rebuild) EXPECT_EQ(lh, nullptr) << key << " is deterministic in PyTorch";
           if (lh) {
