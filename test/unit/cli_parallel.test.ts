@@ -115,4 +115,14 @@ describe('vramlab run with DDP', () => {
     // DDP replicates: parameters plus one flat bucket per rank, whatever the world
     for (const x of r.runs) expect(x.readings.params).toBe((publishedDdp.runs as Readings[][])[0][0].params);
   });
+
+  it('fit --param batch finds the largest per-rank batch at world 8, planning for the held buckets', async () => {
+    const small = reference.runs.find((r) => r.spec.parallel.kind === 'ddp' && r.spec.precision === 'fp32')!.spec;
+    const spec = { ...small, parallel: { kind: 'ddp', world: 8 } };
+    const { code, out } = await cli(['fit', specFile(spec), '--param', 'batch', '--capacity', '2GiB', '--max', '64', '--json', '-q']);
+    expect(code).toBe(0);
+    const r = JSON.parse(out) as { value: number; probes: { ok: boolean; value: number }[] };
+    expect(r.value).toBeGreaterThanOrEqual(1);
+    for (const p of r.probes) expect(p.ok).toBe(p.value <= r.value);
+  });
 });
