@@ -112,6 +112,8 @@ export interface NativeOutcome {
   ranks?: [string, number][][];
   /** rank_class[r]: the rank whose simulation rank r shares (ranks PyTorch treats alike). */
   rank_class?: number[];
+  /** [key, low, high] for readings PyTorch does not fix (DDP after its bucket rebuild). */
+  ranges?: [string, number, number][];
   /** NCCL's device memory per rank, outside the allocator (0 on one GPU). */
   nccl?: number;
   oom: NativeOom | null;
@@ -131,6 +133,8 @@ export interface NativeExperimentResult {
   sdpaBackend: string;
   modeledTimeMs: number;
   memorySummary: string;
+  /** Readings PyTorch does not fix (DDP after its bucket rebuild): [low, high]. */
+  ranges: Record<string, [number, number]>;
 }
 
 // ---- allocator ----

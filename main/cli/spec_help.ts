@@ -67,9 +67,7 @@ export function specHelp(): string {
   );
   lines.push('                              "pad_to", "order": "drawn" | "longest_first"}   lengths drawn per step from the seed');
   lines.push(...fieldLines(SHAPE_DRAW_FIELDS, '    '));
-  lines.push(
-    '  parallel         null       {"kind": "fsdp2" | "ddp", "world": n, ...}   data parallel, batch per rank (ddp: not simulated yet)',
-  );
+  lines.push('  parallel         null       {"kind": "fsdp2" | "ddp", "world": n, ...}   data parallel, batch per rank');
   lines.push(...fieldLines(PARALLEL_FIELDS, '    '));
   for (const [kind, fields] of Object.entries(PARALLEL_KIND_FIELDS)) {
     lines.push(`    ${kind}:`);

@@ -121,6 +121,7 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     verdict: s?.verdict ?? null,
     readings: s?.readings ?? {},
     ...(s?.ranks ? { ranks: s.ranks, rank_class: s.rank_class ?? [], nccl: s.nccl ?? 0 } : {}),
+    ...(s?.ranges ? { ranges: s.ranges } : {}),
     oom: s?.oom ?? null,
     error: s?.error ?? null,
     baseline: s?.baseline ?? null,
@@ -145,6 +146,11 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   // The answer first: fits, or what it needs and how much is missing.
   if (s.verdict) lines.push(verdictLine(s.verdict));
   const readings = Object.entries(s.readings);
+  // A reading PyTorch itself does not fix shows the range its mechanism allows.
+  const rangeOr = (k: string, v: number) => {
+    const r = s.ranges?.[k];
+    return r ? `${formatBytes(r[0])}–${formatBytes(r[1])}` : formatBytes(v);
+  };
   if (s.ranks && s.ranks.length > 1) {
     // one column per distinct rank (ranks PyTorch treats alike share a simulation)
     const cls = s.rank_class ?? s.ranks.map((_, i) => i);
@@ -159,7 +165,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
       '',
       table(
         ['reading', ...head],
-        readings.map(([k]) => [k, ...shown.map((c) => formatBytes(s.ranks![c]?.[k] ?? 0))]),
+        readings.map(([k]) => [k, ...shown.map((c) => rangeOr(k, s.ranks![c]?.[k] ?? 0))]),
       ).trimEnd(),
     );
   } else if (readings.length)
@@ -167,8 +173,15 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
       '',
       table(
         ['reading', 'bytes', 'size'],
-        readings.map(([k, v]) => [k, String(v), formatBytes(v)]),
+        readings.map(([k, v]) => {
+          const r = s.ranges?.[k];
+          return [k, r ? `${r[0]}–${r[1]}` : String(v), rangeOr(k, v)];
+        }),
       ).trimEnd(),
+    );
+  if (s.ranges && Object.keys(s.ranges).length)
+    lines.push(
+      "low–high: PyTorch does not fix these readings (DDP: NCCL's watchdog frees the first iteration's buckets when it next wakes); the rest are exact",
     );
   lines.push(
     '',

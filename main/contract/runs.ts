@@ -124,6 +124,9 @@ export interface RunSummary {
   ranks?: Record<string, number>[];
   /** ranks simulated: rank_class[r] is the rank whose simulation rank r shares. */
   rank_class?: number[];
+  /** Readings PyTorch itself does not fix (DDP after its bucket rebuild: when NCCL's watchdog
+   *  releases the first buckets is timing): [low, high] per key; every other reading is exact. */
+  ranges?: Record<string, [number, number]>;
   /** NCCL's communicator buffers per rank, outside the allocator beside the context. */
   nccl?: number;
   oom: OomReport | null;

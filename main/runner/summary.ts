@@ -24,6 +24,15 @@ export function boundedReadings(readings: readonly (readonly [string, number])[]
   return out;
 }
 
+/** [low, high] per key, for the keys boundedReadings keeps. */
+export function boundedRanges(
+  ranges: readonly (readonly [string, number, number])[],
+  readings: readonly (readonly [string, number])[],
+): Record<string, [number, number]> {
+  const kept = boundedReadings(readings);
+  return Object.fromEntries(ranges.filter(([k]) => k in kept).map(([k, lo, hi]) => [k, [lo, hi]]));
+}
+
 export class PeakTracker {
   readonly phases = new PhaseTracker();
   private readonly peaks = new Map<string, PhasePeak>();
@@ -97,6 +106,7 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     ...(outcome.ranks && outcome.ranks.length
       ? { ranks: outcome.ranks.map((r) => boundedReadings(r)), rank_class: outcome.rank_class ?? [], nccl: outcome.nccl ?? 0 }
       : {}),
+    ...(outcome.ranges && outcome.ranges.length ? { ranges: boundedRanges(outcome.ranges, outcome.readings) } : {}),
     oom: outcome.oom ? diagnoseOom(outcome.oom) : null,
     error: outcome.error,
     samples: tracker.samples,

@@ -39,6 +39,14 @@ Napi::Object result_to_js(Napi::Env env, const RunResult& r) {
   o.Set("sdpaBackend", r.sdpa_backend);
   o.Set("modeledTimeMs", r.modeled_time_ms);
   o.Set("memorySummary", r.memory_summary);
+  auto ranges = Napi::Object::New(env);  // readings PyTorch does not fix: [low, high]
+  for (auto& [k, lh] : r.ranges) {
+    auto pair = Napi::Array::New(env, 2);
+    pair.Set(uint32_t(0), double(lh.first));
+    pair.Set(uint32_t(1), double(lh.second));
+    ranges.Set(k, pair);
+  }
+  o.Set("ranges", ranges);
   return o;
 }
 

@@ -140,6 +140,15 @@ Napi::Object outcomeToJs(Napi::Env env, const Outcome& out) {
   auto cls = Napi::Array::New(env, r.rank_class.size());
   for (size_t k = 0; k < r.rank_class.size(); ++k) cls.Set(uint32_t(k), double(r.rank_class[k]));
   o.Set("rank_class", cls);
+  auto ranges = Napi::Array::New(env, r.ranges.size());
+  for (size_t i = 0; i < r.ranges.size(); ++i) {
+    auto t = Napi::Array::New(env, 3);
+    t.Set(uint32_t(0), r.ranges[i].first);
+    t.Set(uint32_t(1), double(r.ranges[i].second.first));
+    t.Set(uint32_t(2), double(r.ranges[i].second.second));
+    ranges.Set(uint32_t(i), t);
+  }
+  o.Set("ranges", ranges);
   o.Set("nccl", double(r.nccl));
   o.Set("baseline", double(r.baseline));
   o.Set("peak_allocated", double(r.peak_allocated));

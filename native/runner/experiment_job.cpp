@@ -236,6 +236,7 @@ JobResult ExperimentJob::run(JobContext& ctx) {
     r.sdpa_backend = res.sdpa_backend;
     r.ranks = res.ranks;
     r.rank_class = res.rank_class;
+    r.ranges = res.ranges;
     r.nccl = res.nccl;
     r.sim_time_ms = sim_clock_ ? res.modeled_time_ms : -1;
   } catch (const alloc::OutOfMemoryError& e) {

@@ -65,6 +65,8 @@ struct JobResult {
   // data parallel: each rank's readings (rank 0's are `readings`)
   std::vector<std::vector<std::pair<std::string, int64_t>>> ranks;
   std::vector<int64_t> rank_class;  // the rank whose simulation rank r shares
+  // [low, high] of readings PyTorch does not fix (DDP after its bucket rebuild)
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranges;
   std::optional<OomInfo> oom;
 };
 

@@ -70,3 +70,59 @@ describe('vramlab run with spec.parallel', () => {
     expect(r.probes.filter((p: { ok: boolean; value: number }) => !p.ok).every((p: { value: number }) => p.value < r.value)).toBe(true);
   });
 });
+
+// the published DDP run of GPT-2 124M (bf16 autocast, AdamW), launched twice on 2x H200
+const publishedDdp = reference.runs.find((r) => r.spec.parallel.kind === 'ddp' && r.spec.model.dim === 768)!;
+type Readings = Record<string, number>;
+
+describe('vramlab run with DDP', () => {
+  it('--json: the first iteration exact on every rank of both launches, later readings inside the reported range', async () => {
+    const { code, out } = await cli(['run', specFile(publishedDdp.spec), '--json']);
+    expect(code).toBe(0);
+    const j = JSON.parse(out) as { ranks: Readings[]; rank_class: number[]; ranges: Record<string, [number, number]>; readings: Readings };
+    expect(j.ranks).toHaveLength(2);
+    expect(j.rank_class).toEqual([0, 0]); // every rank runs one program
+    const launches = publishedDdp.runs as Readings[][];
+    const deterministic = Object.keys(launches[0][0]).filter((k) => !/^it[1-9]/.test(k) && k !== 'reserved_peak');
+    for (const launch of launches)
+      launch.forEach((rank, k) => {
+        for (const key of deterministic) expect(j.ranks[k][key], `rank ${k} ${key}`).toBe(rank[key]);
+        for (const [key, [lo, hi]] of Object.entries(j.ranges)) {
+          expect(rank[key], `rank ${k} ${key}`).toBeGreaterThanOrEqual(lo);
+          expect(rank[key], `rank ${k} ${key}`).toBeLessThanOrEqual(hi);
+        }
+      });
+    // the two launches disagree after the rebuild, and the range spans what they saw
+    expect(Object.keys(j.ranges)).toContain('it1_after_zero_grad');
+    for (const key of deterministic) expect(j.ranges[key]).toBeUndefined();
+  });
+
+  it('prints a range, not one number, where PyTorch does not fix the reading', async () => {
+    const { code, out } = await cli(['run', specFile(publishedDdp.spec)]);
+    expect(code).toBe(0);
+    expect(out).toMatch(/ddp x2/);
+    expect(out).toMatch(/it1_after_zero_grad\s+\S+ [KMG]iB–\S+ [KMG]iB/);
+    expect(out).toMatch(/PyTorch does not fix these readings/);
+  });
+
+  it('sweep --param world runs DDP at each world, each rank holding a full replica and its buckets', async () => {
+    const spec = { ...publishedDdp.spec, iterations: 1 };
+    const { code, out } = await cli(['sweep', specFile(spec), '--param', 'world', '--values', '1,2,8', '--json', '-q']);
+    expect(code).toBe(0);
+    const r = JSON.parse(out) as { runs: { value: number; status: string; readings: Readings }[] };
+    expect(r.runs.map((x) => x.value)).toEqual([1, 2, 8]);
+    expect(r.runs.every((x) => x.status === 'done')).toBe(true);
+    // DDP replicates: parameters plus one flat bucket per rank, whatever the world
+    for (const x of r.runs) expect(x.readings.params).toBe((publishedDdp.runs as Readings[][])[0][0].params);
+  });
+
+  it('fit --param batch finds the largest per-rank batch at world 8, planning for the held buckets', async () => {
+    const small = reference.runs.find((r) => r.spec.parallel.kind === 'ddp' && r.spec.precision === 'fp32')!.spec;
+    const spec = { ...small, parallel: { kind: 'ddp', world: 8 } };
+    const { code, out } = await cli(['fit', specFile(spec), '--param', 'batch', '--capacity', '2GiB', '--max', '64', '--json', '-q']);
+    expect(code).toBe(0);
+    const r = JSON.parse(out) as { value: number; probes: { ok: boolean; value: number }[] };
+    expect(r.value).toBeGreaterThanOrEqual(1);
+    for (const p of r.probes) expect(p.ok).toBe(p.value <= r.value);
+  });
+});

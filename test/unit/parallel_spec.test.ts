@@ -25,13 +25,25 @@ describe('spec.parallel', () => {
     });
   });
 
+  it('completes ddp with DistributedDataParallel defaults', () => {
+    expect(parseSpec({ model: gpt, parallel: { kind: 'ddp' } }).parallel).toEqual({
+      kind: 'ddp',
+      world: 2,
+      bucket_cap_mb: 25,
+      gradient_as_bucket_view: false,
+    });
+    expect(checkSpec({ parallel: { kind: 'ddp', world: 4 } }).ok).toBe(true); // any model: DDP replicates it
+  });
+
   it('refuses what it cannot simulate, naming the field', () => {
     const bad = (p: unknown, extra: Record<string, unknown> = {}) => {
       const r = checkSpec({ model: gpt, parallel: p, ...extra });
       expect(r.ok).toBe(false);
       return r.ok ? '' : r.issues.join('\n');
     };
-    expect(bad({ kind: 'ddp', world: 2 })).toMatch(/parallel\.kind: "ddp" is not simulated yet/);
+    expect(bad({ kind: 'ddp', world: 2, bucket_cap_mb: 0 })).toMatch(/parallel\.bucket_cap_mb/);
+    expect(bad({ kind: 'ddp', reshard_after_forward: true })).toMatch(/unknown key "reshard_after_forward"/);
+    expect(bad({ kind: 'ddp' }, { weights: 'bf16' })).toMatch(/weights/);
     expect(bad({ kind: 'tp' })).toMatch(/parallel\.kind must be "ddp" or "fsdp2"/);
     expect(bad({ kind: 'fsdp2', world: 0 })).toMatch(/parallel\.world/);
     expect(bad({ kind: 'fsdp2', param_dtype: 'fp8' })).toMatch(/parallel\.param_dtype/);

@@ -68,8 +68,8 @@ export type ParallelInput =
   | { kind: 'ddp'; world?: number; bucket_cap_mb?: number; gradient_as_bucket_view?: boolean }
   | { kind: 'fsdp2'; world?: number; reshard_after_forward?: boolean; param_dtype?: MpDtype | null; reduce_dtype?: MpDtype | null };
 
-/** The kinds the simulated device runs today (DDP's reducer is not modelled yet). */
-export const SIMULATED_PARALLEL_KINDS: readonly ParallelKind[] = ['fsdp2'];
+/** The kinds the simulated device runs. */
+export const SIMULATED_PARALLEL_KINDS: readonly ParallelKind[] = ['ddp', 'fsdp2'];
 
 export function completeParallel(p: ParallelInput | null | undefined): ParallelSpec | null {
   if (!p) return null;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,6 +103,36 @@ class TaskIdGuard {
 
 uint64_t current_graph_task_id() { return t_task_id; }
 
+namespace {
+std::mutex g_post_hooks_mu;
+std::unordered_map<Node*, std::vector<std::function<void()>>> g_post_hooks;
+std::atomic<size_t> g_post_hook_nodes{0};
+
+void run_post_hooks(Node* fn) {
+  if (g_post_hook_nodes.load(std::memory_order_relaxed) == 0) return;
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(g_post_hooks_mu);
+    auto it = g_post_hooks.find(fn);
+    if (it == g_post_hooks.end()) return;
+    hooks = it->second;
+  }
+  for (auto& h : hooks) h();
+}
+}  // namespace
+
+void add_post_hook(Node* fn, std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(g_post_hooks_mu);
+  g_post_hooks[fn].push_back(std::move(hook));
+  g_post_hook_nodes.store(g_post_hooks.size());
+}
+
+void remove_post_hooks(Node* fn) {
+  std::lock_guard<std::mutex> lock(g_post_hooks_mu);
+  g_post_hooks.erase(fn);
+  g_post_hook_nodes.store(g_post_hooks.size());
+}
+
 void queue_backward_callback(std::function<void()> cb) {
   if (!t_final_callbacks) throw std::logic_error("queue_callback outside backward");
   t_final_callbacks->push_back(std::move(cb));
@@ -188,6 +219,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     for (auto& h : fn.pre_hooks) h();
     TensorList outputs = fn.apply(task.inputs);
     fn.unpacked.clear();  // apply's locals
+    run_post_hooks(&fn);
     validate_outputs(fn, outputs);
     task.inputs.clear();  // incoming gradients die here, as at the end of call_function
     if (!retain_graph) fn.release_variables();

@@ -20,4 +20,10 @@ uint64_t current_graph_task_id();
 // every node (FSDP's post-backward final callback). Only valid inside backward.
 void queue_backward_callback(std::function<void()> cb);
 
+// Node post hooks (Node::add_post_hook): run right after `fn` applies, on the backward's
+// thread; DDP's on each parameter's AccumulateGrad (the gradient is then in .grad). Kept
+// beside the graph; the owner removes them before the node can die.
+void add_post_hook(Node* fn, std::function<void()> hook);
+void remove_post_hooks(Node* fn);
+
 }  // namespace vramlab::engine

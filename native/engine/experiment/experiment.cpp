@@ -11,6 +11,7 @@
 #include "engine/models/family.h"
 #include "engine/ops/ops.h"
 #include "device/sim_device.h"
+#include "engine/parallel/ddp.h"
 #include "engine/parallel/fsdp.h"
 #include "engine/parallel/nccl.h"
 
@@ -100,7 +101,27 @@ FsdpOptions fsdp_options(const RunSpec& spec, int64_t rank) {
 }
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank);
+                   int64_t rank, bool ddp_hold = false);
+
+// DDP: every rank runs the same program on the same sizes, so one simulation stands for
+// all; what PyTorch leaves to timing (when the watchdog releases the first iteration's
+// buckets, see ddp.h) is simulated at both ends, and every reading that differs between
+// them is reported as the range [low, high]. The readings, timeline and peaks are the held
+// side's: what fit and the OOM verdict must plan for (and what most launches measured).
+RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event) {
+  RunResult out = run_rank(spec, options, std::move(on_event), 0, true);
+  RunResult released = run_rank(spec, options, nullptr, 0, false);
+  for (size_t i = 0; i < out.readings.size(); ++i) {
+    const auto& [k, v] = out.readings[i];
+    const int64_t h = released.at(k);
+    if (h != v) out.ranges.push_back({k, {std::min(v, h), std::max(v, h)}});
+  }
+  for (int64_t r = 0; r < spec.parallel.world; ++r) {
+    out.rank_class.push_back(0);
+    out.ranks.push_back(out.readings);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -108,6 +129,7 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
                          std::function<void(const EngineEvent&)> on_event) {
   if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0);
   if (spec.mode != RunMode::Train) throw std::invalid_argument("spec.parallel applies to mode \"train\"");
+  if (spec.parallel.kind == "ddp") return run_ddp(spec, options, std::move(on_event));
   if (spec.parallel.kind != "fsdp2")
     throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
   // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
@@ -147,7 +169,7 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
 namespace {
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank) {
+                   int64_t rank, bool ddp_hold) {
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
   EngineContext& ctx = *s.ctx;
   int64_t nccl = 0;
@@ -180,6 +202,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
 
   std::unique_ptr<Model> model;
   std::shared_ptr<Fsdp> fsdp;
+  std::shared_ptr<Ddp> ddp;
   {
     ctx.phase(true, "build_model");
     if (spec.parallel.kind == "fsdp2") {
@@ -191,6 +214,18 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       fsdp = fully_shard_model(spec, fo, model);
       if (fo.has_param_dtype) m.low = false;  // the policy casts; the protocol runs no autocast
       m.optimizer_params = &fsdp->sharded_parameters();
+    } else if (spec.parallel.kind == "ddp") {
+      if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
+        throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
+      if (!(spec.parallel.bucket_cap_mb > 0))
+        throw std::invalid_argument("spec.parallel.bucket_cap_mb must be above 0");
+      model = build_for(spec);
+      DdpOptions d;
+      d.world = spec.parallel.world;
+      d.bucket_bytes_cap = size_t(spec.parallel.bucket_cap_mb * 1024 * 1024);  // int(bucket_cap_mb * 1024 * 1024)
+      d.gradient_as_bucket_view = spec.parallel.gradient_as_bucket_view;
+      d.hold = ddp_hold;
+      ddp = distributed_data_parallel(*model, d);
     } else {
       model = build_for(spec);
     }

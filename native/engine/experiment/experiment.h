@@ -26,6 +26,9 @@ struct RunResult {
   // Ranks PyTorch treats alike are simulated once (rank_class[r]: the rank simulated for r).
   std::vector<std::vector<std::pair<std::string, int64_t>>> ranks;
   std::vector<int64_t> rank_class;
+  // Readings PyTorch does not fix (DDP after its bucket rebuild): [low, high] per key, in
+  // reading order; every reading not listed is exact.
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranges;
   // NCCL's device memory per rank outside the caching allocator (held on the simulated
   // device beside the CUDA context, so it counts in what fits); 0 on one GPU.
   int64_t nccl = 0;
