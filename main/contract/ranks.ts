@@ -11,6 +11,8 @@ export interface RankGroup {
   readings: Record<string, number>;
   /** Its verdict on the card, where the run has one. */
   verdict: RankVerdict | null;
+  /** Its peak reserved: the verdict's, else its reserved_peak reading over rank 0's base; null if unknown. */
+  peak_reserved: number | null;
 }
 
 /** "rank 2", "ranks 0–3", "ranks 1, 3, 5", "ranks 0, 2, … 14 (8)". */
@@ -23,20 +25,28 @@ export function rankSpan(members: readonly number[]): string {
 }
 
 /** One group per distinct rank, in rank order; [] for a run on one GPU. */
-export function rankGroups(s: Pick<RunSummary, 'ranks' | 'rank_class' | 'rank_verdicts'>): RankGroup[] {
+export function rankGroups(s: Pick<RunSummary, 'ranks' | 'rank_class' | 'rank_verdicts' | 'peak_reserved'>): RankGroup[] {
   // After an OOM the run has no readings per rank, only the classes its verdicts came from.
   const ranks = s.ranks ?? [];
   const classes = s.rank_class?.length ? s.rank_class : ranks.map((_, r) => r);
   if (classes.length < 2) return [];
   const members = new Map<number, number[]>();
   classes.forEach((c, r) => members.set(c, [...(members.get(c) ?? []), r]));
-  return [...members.entries()].map(([rank, m]) => ({
-    rank,
-    members: m,
-    label: rankSpan(m),
-    readings: ranks[rank] ?? {},
-    verdict: s.rank_verdicts?.find((v) => v.rank === rank) ?? null,
-  }));
+  // Every rank sets up alike before the model is built: one base reserved under each reading.
+  const r0 = ranks[0]?.reserved_peak;
+  return [...members.entries()].map(([rank, m]) => {
+    const verdict = s.rank_verdicts?.find((v) => v.rank === rank) ?? null;
+    const own = ranks[rank]?.reserved_peak;
+    const fromReadings = own !== undefined && r0 !== undefined ? own + s.peak_reserved - r0 : null;
+    return {
+      rank,
+      members: m,
+      label: rankSpan(m),
+      readings: ranks[rank] ?? {},
+      verdict,
+      peak_reserved: verdict?.peak_reserved ?? fromReadings,
+    };
+  });
 }
 
 /** The group that needs the most on the card (the first to run out), ties to the lower rank;
