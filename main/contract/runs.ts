@@ -220,6 +220,8 @@ export interface Prediction {
    *  when peak_reserved + context stays within total (and peak_reserved within capacity). */
   total: number;
   context: number;
+  /** NCCL's buffers per rank (data parallel), on the card beside the context; absent on one GPU. */
+  nccl?: number;
   readings: Record<string, number>;
   parameters: number;
   trainable_parameters: number;
