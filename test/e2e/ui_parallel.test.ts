@@ -100,6 +100,21 @@ describe.skipIf(!haveChromium())('UI: data parallel', () => {
     expect(await result.getAttribute('data-value')).toBe('4');
     expect(await result.textContent()).toMatch(/Smallest world that fits in 500\.00 MiB per GPU: 4 GPUs/);
     expect(await page.getByTestId('fit-whole-card').textContent()).toMatch(/\+ CUDA context .* \+ NCCL [0-9.]+ MiB = /);
+    const fitCard = sizeIn((await page.getByTestId('fit-whole-card').textContent())!, /= (.+) of /);
+
+    // A sweep over world puts the same figure on the card for world 4 (reserved + context + NCCL).
+    await page.getByTestId('sweep-preset').selectOption('world');
+    await fill(page, 'sweep-values', '2, 4');
+    await page.getByTestId('sweep-run').click();
+    await page.locator('[data-testid="sweep-panel"][data-busy="false"]').waitFor({ timeout: 110_000 });
+    if (await err.count()) throw new Error(`sweep failed in the UI: ${await err.textContent()}`);
+    const rows = page.locator('[data-testid="sweep-table"] tbody tr');
+    const cells = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent!.trim())));
+    expect(cells.map((c) => [c[0], c[1]])).toEqual([
+      ['2', 'OOM'],
+      ['4', 'done'],
+    ]);
+    expect(cells[1][cells[1].length - 1]).toBe(fitCard);
     await page.screenshot({ path: shot('ui_parallel_fit'), fullPage: true });
 
     // On one GPU the fit offers no world.
