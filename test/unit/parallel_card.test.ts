@@ -56,10 +56,23 @@ describe('NCCL on the card for data-parallel runs', () => {
     const fitRow = fit.out.split('\n').find((l) => /^\s*4\s+yes\b/.test(l))!;
     expect(fitRow).toContain(formatBytes(onCard));
 
-    const sweep = await runCli(['sweep', specFile(spec()), '--param', 'world', '--values', '4', '--capacity', '500MiB', '-q']);
+    const sweep = await runCli(['sweep', specFile(spec()), '--param', 'world', '--values', '2,4', '--capacity', '500MiB', '-q']);
     expect(sweep.code).toBe(0);
     const sweepRow = sweep.out.split('\n').find((l) => /^\s*4\s+done\b/.test(l))!;
     expect(sweepRow).toContain(formatBytes(onCard));
+    // World 2 runs out in both: at the OOM NCCL's buffers were already held, and both say so alike.
+    const onCardCell = (row: string) => row.trim().split(/\s{2,}/)[4];
+    const fitOom = fit.out.split('\n').find((l) => /^\s*2\s+no\b/.test(l))!;
+    const sweepOom = sweep.out.split('\n').find((l) => /^\s*2\s+oom\b/.test(l))!;
+    expect(onCardCell(fitOom)).toBe(onCardCell(sweepOom));
+    const probes = JSON.parse(
+      (await runCli(['fit', specFile(spec()), '--param', 'world', '--capacity', '500MiB', '--max', '16', '--json', '-q'])).out,
+    ).probes as { value: number; ok: boolean; nccl: number }[];
+    expect(probes.map((p) => [p.value, p.ok, p.nccl > 0])).toEqual([
+      [1, false, false],
+      [2, false, true],
+      [4, true, true],
+    ]);
   });
 
   it('after an OOM each distinct rank says what it needs on the card, NCCL included', async () => {
