@@ -9,6 +9,7 @@ import { loadAddon } from '../addon/load';
 import { verdictLine } from '../contract/verdict';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
+import { rankGroups } from '../contract/ranks';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
 import { defaultHome } from '../paths';
 import { RunStore } from '../store/store';
@@ -120,7 +121,10 @@ export function runJsonResult(meta: RunMeta): Record<string, unknown> {
     // The answer first: fits, or what it needs on the card and the shortfall (margin < 0).
     verdict: s?.verdict ?? null,
     readings: s?.readings ?? {},
-    ...(s?.ranks ? { ranks: s.ranks, rank_class: s.rank_class ?? [], nccl: s.nccl ?? 0 } : {}),
+    // After an OOM there are no readings per rank, yet the classes and each rank's verdict.
+    ...(s?.rank_class?.length
+      ? { ranks: s.ranks ?? [], rank_class: s.rank_class, nccl: s.nccl ?? 0, rank_verdicts: s.rank_verdicts ?? [] }
+      : {}),
     ...(s?.ranges ? { ranges: s.ranges } : {}),
     oom: s?.oom ?? null,
     error: s?.error ?? null,
@@ -145,6 +149,9 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   if (!s) return lines.join('\n') + '\n';
   // The answer first: fits, or what it needs and how much is missing.
   if (s.verdict) lines.push(verdictLine(s.verdict));
+  // Ranks that differ (uneven shards) each get their own answer.
+  const groups = rankGroups(s);
+  if (groups.length > 1) for (const g of groups) if (g.verdict) lines.push(`  ${g.label}: ${verdictLine(g.verdict.verdict)}`);
   const readings = Object.entries(s.readings);
   // A reading PyTorch itself does not fix shows the range its mechanism allows.
   const rangeOr = (k: string, v: number) => {

@@ -102,6 +102,14 @@ export function historyNote(h: HistoryKept | undefined): string | null {
   return `allocator history: ${n(h.kept)} of ${n(h.recorded)} events kept (${h.truncated ? 'truncated at the per-run cap' : 'thinned by iteration'})`;
 }
 
+/** One distinct rank of a data-parallel run (the first rank of its rank_class): its peak
+ *  reserved (the unbounded run's after an OOM) and its own verdict on the card. */
+export interface RankVerdict {
+  rank: number;
+  peak_reserved: number;
+  verdict: Verdict;
+}
+
 export interface RunSummary {
   status: RunStatus;
   /** Protocol readings, bytes relative to the baseline (allocated before the model is built). */
@@ -129,6 +137,8 @@ export interface RunSummary {
   ranges?: Record<string, [number, number]>;
   /** NCCL's communicator buffers per rank, outside the allocator beside the context. */
   nccl?: number;
+  /** Data parallel: each distinct rank's verdict (with `verdict`; absent where it is). */
+  rank_verdicts?: RankVerdict[];
   oom: OomReport | null;
   /** Fits or not on the whole card; after an OOM what the spec needs (run on an unbounded
    *  device) and the shortfall. Absent in runs stored before, and in fit's probes. */
@@ -213,6 +223,8 @@ export interface Prediction {
    *  when peak_reserved + context stays within total (and peak_reserved within capacity). */
   total: number;
   context: number;
+  /** NCCL's buffers per rank (data parallel), on the card beside the context; absent on one GPU. */
+  nccl?: number;
   readings: Record<string, number>;
   parameters: number;
   trainable_parameters: number;
@@ -228,8 +240,17 @@ export interface Prediction {
 export interface SweepResult {
   sweepId: string;
   param: string;
-  runs: { value: unknown; runId: string; status: RunStatus; peak_allocated: number; peak_reserved: number; oom: boolean }[];
-  /** The card's total and CUDA context (DeviceInfo): each run holds peak_reserved + context. */
+  runs: {
+    value: unknown;
+    runId: string;
+    status: RunStatus;
+    peak_allocated: number;
+    peak_reserved: number;
+    oom: boolean;
+    /** NCCL's buffers per rank (data parallel; 0 on one GPU). */
+    nccl?: number;
+  }[];
+  /** The card's total and CUDA context (DeviceInfo): each run holds peak_reserved + context (+ nccl). */
   total: number;
   context: number;
 }
@@ -272,6 +293,8 @@ export interface FitProbe {
   runId: string;
   peak_allocated: number;
   peak_reserved: number;
+  /** NCCL's buffers per rank of this probe's run (data parallel; 0 on one GPU): on the card beside the context. */
+  nccl?: number;
 }
 
 export interface FitResult {

@@ -1,6 +1,6 @@
 // The answer people come for: does the job fit on the card, and by how much (headroom) or
 // by how much not (shortfall). "On the card" is what nvidia-smi shows: PyTorch's peak
-// reserved plus the CUDA context (card.ts). On an OOM the run stops at the failure, so the
+// reserved plus the CUDA context, plus NCCL's buffers for a data-parallel rank (card.ts). On an OOM the run stops at the failure, so the
 // requirement comes from the same spec run to its end on an unbounded device.
 import { formatBytes } from './units';
 import type { CardMemory } from './card';
@@ -8,21 +8,33 @@ import type { SpecInput } from './spec';
 
 export interface Verdict {
   fits: boolean;
-  /** Peak reserved + context: the run's own (fits), else the unbounded run's (what it needs). */
+  /** Peak reserved + context (+ NCCL): the run's own (fits), else the unbounded run's (what it needs). */
   on_card: number;
-  /** What the card (or the spec's capacity cap, plus the context) allows on the card. */
+  /** What the card (or the spec's capacity cap, plus the context and NCCL) allows on the card. */
   limit: number;
   total: number;
   context: number;
+  /** NCCL's buffers per rank (data parallel), outside the allocator like the context; absent on one GPU. */
+  nccl?: number;
   /** limit - on_card: headroom when >= 0, shortfall when < 0. */
   margin: number;
 }
 
 export function makeVerdict(fits: boolean, peakReserved: number, card: CardMemory, capacity: number | null): Verdict {
-  const usable = Math.max(0, card.total - card.context);
-  const limit = (capacity === null ? usable : Math.min(capacity, usable)) + card.context;
-  const onCard = peakReserved + card.context;
-  return { fits, on_card: onCard, limit, total: card.total, context: card.context, margin: limit - onCard };
+  // NCCL holds its buffers outside the allocator as the context does: the cap bounds reserved only.
+  const outside = card.context + (card.nccl ?? 0);
+  const usable = Math.max(0, card.total - outside);
+  const limit = (capacity === null ? usable : Math.min(capacity, usable)) + outside;
+  const onCard = peakReserved + outside;
+  return {
+    fits,
+    on_card: onCard,
+    limit,
+    total: card.total,
+    context: card.context,
+    ...(card.nccl ? { nccl: card.nccl } : {}),
+    margin: limit - onCard,
+  };
 }
 
 /** "fits: 16.75 GiB on the card of 23.55 GiB, 6.80 GiB headroom" /
@@ -33,7 +45,7 @@ export function verdictLine(v: Verdict): string {
   if (v.margin >= 0)
     // Needs no more than the card, yet the allocator ran out: cached blocks in the wrong sizes.
     return `does not fit: needs ${formatBytes(v.on_card)} on the card of ${of}, yet the allocator ran out (fragmentation)`;
-  const cap = v.limit < v.total ? ` under the cap (${formatBytes(v.limit)} with the context)` : '';
+  const cap = v.limit < v.total ? ` under the cap (${formatBytes(v.limit)} with the context${v.nccl ? ' and NCCL' : ''})` : '';
   return `does not fit: needs ${formatBytes(v.on_card)} on the card: short by ${formatBytes(-v.margin)}${cap}`;
 }
 

@@ -98,6 +98,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
       runId: meta.id,
       peak_allocated: meta.summary?.peak_allocated ?? 0,
       peak_reserved: meta.summary?.peak_reserved ?? 0,
+      nccl: meta.summary?.nccl ?? 0,
     };
     probes.push(p);
     tried.set(value, ok);

@@ -11,6 +11,7 @@ import { ProgressBatcher, type BatcherOptions } from './batcher';
 import { PeakTracker, summarize } from './summary';
 import { checkRemedies, requirementOf } from './remedies';
 import { remedyLine } from '../contract/verdict';
+import { rankVerdicts } from './rank_verdicts';
 import { EventThinner, SampleDecimator } from '../store/decimate';
 import type { CardMemory } from '../contract/card';
 import { cardMemory } from './card_memory';
@@ -181,6 +182,12 @@ export class RunManager {
     const need = await orNull(requirementOf(this.native, spec, { ...outcome, peak_reserved: summary.peak_reserved }, signal));
     if (!need) return;
     summary.verdict = need.verdict;
+    if (need.outcome.ranks && need.outcome.ranks.length > 1) {
+      summary.rank_verdicts = rankVerdicts(need.outcome, outcome.status === 'done', need.verdict, this.card(spec.device), spec.capacity);
+      // An OOM ends the run before the engine reports its ranks: the unbounded run's classes and NCCL's buffers hold.
+      summary.rank_class ??= need.outcome.rank_class;
+      summary.nccl ??= need.outcome.nccl;
+    }
     summary.parameters = need.outcome.num_parameters;
     summary.trainable_parameters = need.outcome.trainable_parameters;
     if (!summary.oom || !advise) return;

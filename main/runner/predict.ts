@@ -111,6 +111,8 @@ function toPrediction(
   capacity: number,
   need: { verdict: Prediction['verdict']; outcome: NativeOutcome } | null,
 ): Prediction {
+  // An OOM outcome does not report NCCL's buffers; the unbounded run of the same spec does.
+  const nccl = o.nccl || need?.outcome.nccl || 0;
   return {
     status: o.status,
     device,
@@ -120,6 +122,7 @@ function toPrediction(
     capacity,
     total: card.total,
     context: card.context,
+    ...(nccl ? { nccl } : {}),
     readings: Object.fromEntries(o.readings),
     // An OOM can stop before the model is counted: the unbounded run's counts are the model's.
     parameters: need?.outcome.num_parameters ?? o.num_parameters,

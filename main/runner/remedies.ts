@@ -27,12 +27,14 @@ export async function requirementOf(
   signal?: AbortSignal,
   running?: Set<NativeRunHandle>,
 ): Promise<Requirement | null> {
-  const card = cardMemory(native, spec.device);
-  if (outcome.status === 'done') return { verdict: makeVerdict(true, outcome.peak_reserved, card, spec.capacity), outcome };
+  // A data-parallel rank holds NCCL's buffers beside the context (the engine leaves the
+  // allocator the rest); an OOM outcome does not report them, the unbounded run does.
+  const card = (o: NativeOutcome) => ({ ...cardMemory(native, spec.device), nccl: o.nccl ?? 0 });
+  if (outcome.status === 'done') return { verdict: makeVerdict(true, outcome.peak_reserved, card(outcome), spec.capacity), outcome };
   if (outcome.status !== 'oom') return null;
   const unbounded = await simulateUnbounded(native, spec, signal, running);
   if (unbounded.status !== 'done') return null;
-  return { verdict: makeVerdict(false, unbounded.peak_reserved, card, spec.capacity), outcome: unbounded };
+  return { verdict: makeVerdict(false, unbounded.peak_reserved, card(unbounded), spec.capacity), outcome: unbounded };
 }
 
 interface Candidate {
@@ -214,7 +216,7 @@ function remedy(
     time_ratio: ratio,
     spec: spec as unknown as SpecInput,
     peak_reserved: o.peak_reserved,
-    verdict: makeVerdict(true, o.peak_reserved, card, spec.capacity),
+    verdict: makeVerdict(true, o.peak_reserved, { ...card, nccl: o.nccl ?? 0 }, spec.capacity),
   };
 }
 
@@ -241,7 +243,7 @@ async function largerCard(native: NativeAddon, spec: Spec, total: number, needs:
       time_ratio: null,
       spec: checked.spec as unknown as SpecInput,
       peak_reserved: o.peak_reserved,
-      verdict: makeVerdict(true, o.peak_reserved, { total: d.total, context: d.context }, null),
+      verdict: makeVerdict(true, o.peak_reserved, { total: d.total, context: d.context, nccl: o.nccl ?? 0 }, null),
     };
   }
   return null;

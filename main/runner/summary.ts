@@ -104,9 +104,11 @@ export function summarize(spec: Spec, outcome: NativeOutcome, tracker: PeakTrack
     sdpa_backend: outcome.sdpa_backend,
     context: outcome.context ?? 0,
     ...(outcome.ranks && outcome.ranks.length
-      ? { ranks: outcome.ranks.map((r) => boundedReadings(r)), rank_class: outcome.rank_class ?? [], nccl: outcome.nccl ?? 0 }
+      ? { ranks: outcome.ranks.map((r) => boundedReadings(r)), rank_class: outcome.rank_class ?? [] }
       : {}),
     ...(outcome.ranges && outcome.ranges.length ? { ranges: boundedRanges(outcome.ranges, outcome.readings) } : {}),
+    // Held from the start of a data-parallel run: an OOM (no ranks reported) holds them too.
+    ...(outcome.nccl || outcome.ranks?.length ? { nccl: outcome.nccl ?? 0 } : {}),
     oom: outcome.oom ? diagnoseOom(outcome.oom) : null,
     error: outcome.error,
     samples: tracker.samples,

@@ -68,6 +68,7 @@ export async function runSweep(
       peak_allocated: meta.summary?.peak_allocated ?? 0,
       peak_reserved: meta.summary?.peak_reserved ?? 0,
       oom: meta.status === 'oom',
+      nccl: meta.summary?.nccl ?? 0,
     });
     if (meta.status === 'cancelled') break;
   }

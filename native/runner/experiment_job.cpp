@@ -11,6 +11,7 @@
 #include "engine/core/alloc_tag.h"
 #include "engine/core/memory.h"
 #include "engine/experiment/experiment.h"
+#include "engine/parallel/nccl.h"
 
 namespace vramlab::runner {
 
@@ -247,6 +248,8 @@ JobResult ExperimentJob::run(JobContext& ctx) {
   if (r.oom) {
     r.readings = readings;  // those taken before the failure
     r.baseline = std::max<int64_t>(0, base);
+    // NCCL's buffers were held from the start: the whole card at the OOM counts them too.
+    if (!spec_.parallel.kind.empty()) r.nccl = engine::nccl_device_bytes(spec_.parallel.world);
   }
   return r;
 }

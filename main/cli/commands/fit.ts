@@ -79,12 +79,13 @@ const fit: Command = async (args, io) => {
   else {
     io.out(
       table(
-        [param, 'fits', 'peak allocated', 'peak reserved', 'run'],
+        [param, 'fits', 'peak allocated', 'peak reserved', '+ CUDA context', 'run'],
         result.probes.map((p) => [
           String(p.value),
           p.ok ? 'yes' : 'no',
           formatBytes(p.peak_allocated),
           formatBytes(p.peak_reserved),
+          formatBytes(p.peak_reserved + result.context + (p.nccl ?? 0)),
           p.runId,
         ]),
       ),
@@ -98,7 +99,8 @@ const fit: Command = async (args, io) => {
         : `\nlargest ${param} that fits ${where}: ${result.value}\n`,
     );
     const best = result.probes.find((p) => p.ok && p.value === result.value);
-    if (best) io.out(`  ${wholeCard(best.peak_reserved, result)}\n`);
+    // NCCL's buffers are on the card beside the context, as in sweep's column and the run's line.
+    if (best) io.out(`  ${wholeCard(best.peak_reserved, { ...result, nccl: best.nccl ?? 0 })}\n`);
     if (result.context > 0)
       io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
   }

@@ -21,6 +21,8 @@ import {
   type FinetuneMethod,
   type ModelSpec,
 } from '$contract/catalogue';
+import { PARALLEL_FIELDS, PARALLEL_KIND_FIELDS, type ParallelKind } from '$contract/catalogue/parallel';
+import { MP_POLICY_FIELDS } from '$contract/catalogue/parallel_choices';
 import { AllocConfError, allocConfItems, parseAllocConf } from '$contract/alloc_conf';
 import { checkSpec, parseSize, type SpecInput } from '$contract/spec';
 
@@ -72,6 +74,8 @@ export type FormState = {
   device: string;
   capacity: string;
   history: boolean;
+  /** Data parallel: 'none' (one GPU) or a kind; its fields live under parallel_<name>. */
+  parallelKind: 'none' | ParallelKind;
 } & Record<SpecField, string> &
   Record<DrawField, string> &
   Record<string, unknown>;
@@ -93,6 +97,26 @@ export function optimizerTexts(kind: string, values: Record<string, unknown> = {
   const o = optimizerOf(kind)!;
   const filled = fillFields(o.fields, values);
   return Object.fromEntries(Object.entries(o.fields).map(([k, f]) => [k, text(f, filled[k]) as string | boolean]));
+}
+
+/** Every data-parallel field of every kind (world, bucket_cap_mb, reshard_after_forward, the
+ *  MixedPrecisionPolicy dtypes) by name: form key parallel_<name>. */
+function parallelFieldsOf(kind: ParallelKind): Record<string, Field> {
+  return { ...PARALLEL_FIELDS, ...PARALLEL_KIND_FIELDS[kind], ...(kind === 'fsdp2' ? MP_POLICY_FIELDS : {}) };
+}
+const ALL_PARALLEL_FIELDS: Record<string, Field> = Object.assign({}, parallelFieldsOf('ddp'), parallelFieldsOf('fsdp2'));
+export const parallelKey = (name: string) => `parallel_${name}`;
+
+/** The form's data-parallel fields at their defaults. */
+function parallelDefaults(): Record<string, string | boolean> {
+  return Object.fromEntries(Object.entries(ALL_PARALLEL_FIELDS).map(([k, f]) => [parallelKey(k), text(f, f.default) as string | boolean]));
+}
+
+/** Chooses data parallel (or one GPU). Allocator history is recorded for single-GPU runs
+ *  only, so a parallel choice turns it off. */
+export function chooseParallel(f: FormState, kind: 'none' | ParallelKind): void {
+  f.parallelKind = kind;
+  if (kind !== 'none') f.history = false;
 }
 
 /** The spec field's default for a family and mode (transformers train on batch 8, ...). */
@@ -136,6 +160,8 @@ export function defaultForm(): FormState {
     device: 'sim:h100-80gb',
     capacity: '',
     history: true,
+    parallelKind: 'none',
+    ...parallelDefaults(),
   };
   return form;
 }
@@ -259,6 +285,7 @@ function fieldFor(path: string): FieldName | undefined {
   if (head === 'finetune') return sub === 'targets' ? 'targets' : sub === 'method' || !sub ? 'finetune' : sub;
   if (head === 'checkpoint') return 'every';
   if (head === 'alloc_conf') return 'maxSplitMb';
+  if (head === 'parallel') return !sub || sub === 'kind' ? 'parallelKind' : parallelKey(sub);
   if (head === 'shapes') {
     const name = Object.entries(DRAW_FIELDS).find(([, d]) => d === sub)?.[0];
     return name ?? (sub === 'order' ? 'draw_order' : sub === 'seq' ? 'draw_max' : 'draw_steps');
@@ -351,6 +378,15 @@ export function formToSpec(f: FormState): FormResult {
     };
     delete spec.iterations; // one iteration per drawn step
   }
+  // Data parallel applies to training only: other modes send none.
+  if (top.mode === 'train' && f.parallelKind !== 'none') {
+    const par: Record<string, unknown> = { kind: f.parallelKind };
+    for (const [k, field] of Object.entries(parallelFieldsOf(f.parallelKind))) {
+      const v = parse(parallelKey(k), field, f[parallelKey(k)]);
+      par[k] = field.type === 'enum' && v === '' ? null : v;
+    }
+    spec.parallel = par;
+  }
   if (top.mode === 'generate') {
     spec.prompt = top.prompt;
     spec.new_tokens = top.new_tokens;
@@ -411,6 +447,12 @@ export function specToForm(spec: SpecInput): FormState {
       if (name !== 'min' && name !== 'max' && sh[name] !== undefined) f[k] = String(sh[name]);
     if (sh.order) f.draw_order = sh.order;
     if (sh.batch !== undefined) f.batch = String(sh.batch);
+  }
+  const par = spec.parallel as Record<string, unknown> | null | undefined;
+  if (par) {
+    f.parallelKind = par.kind as ParallelKind;
+    for (const [k, v] of Object.entries(par))
+      if (k !== 'kind' && v !== undefined) f[parallelKey(k)] = typeof v === 'boolean' ? v : v === null ? '' : String(v);
   }
   if (spec.device) f.device = spec.device;
   if (spec.capacity !== undefined && spec.capacity !== null) f.capacity = String(spec.capacity);
