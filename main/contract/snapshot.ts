@@ -62,6 +62,8 @@ export const snapshotMethods = {
   'snapshot.largest': { params: z.strictObject({ ...snapshotRef, top: z.number().int().min(1).max(200).optional() }) },
   /** The trace replayed under its own settings and under `allocConf`, both at `capacity`. */
   'snapshot.whatIf': { params: z.strictObject({ ...snapshotRef, allocConf, capacity: capacity.optional() }) },
+  /** The smallest capacity under which the trace runs without an OOM, under `allocConf` (a bisection by replay). */
+  'snapshot.minCapacity': { params: z.strictObject({ ...snapshotRef, allocConf }) },
   /** Every settings string at every capacity. */
   'snapshot.grid': {
     params: z.strictObject({
@@ -296,6 +298,20 @@ export interface SnapGrid {
   cells: SnapOutcome[][];
 }
 
+export interface SnapMinCapacity {
+  id: string;
+  device: number;
+  allocConf: string;
+  /** The smallest cap found that fits (one 2 MiB step lower runs out of memory); null: none does, or not searched. */
+  capacity: number | null;
+  /** Peak reserved on the whole device, the search's upper end (null: not searched). */
+  peakReserved: number | null;
+  /** Native replays the search took. */
+  replays: number;
+  /** Why capacity is null. */
+  note?: string;
+}
+
 export interface SnapshotResults {
   'snapshot.upload': SnapUploadResult;
   'snapshot.list': SnapSummary[];
@@ -305,4 +321,5 @@ export interface SnapshotResults {
   'snapshot.largest': SnapLargest;
   'snapshot.whatIf': SnapWhatIf;
   'snapshot.grid': SnapGrid;
+  'snapshot.minCapacity': SnapMinCapacity;
 }

@@ -45,8 +45,27 @@ export function formatFrame(f: Frame): string {
 const ALLOCATOR_FRAME = /CUDACachingAllocator|c10::cuda::.*Allocator/;
 
 /**
- * The frames worth showing first: Python frames (a real file and line) when there are
- * any, innermost first, else the filtered native frames.
+ * A Python frame: a `.py` file, or code run from a string or a prompt (`<string>`,
+ * `<stdin>`, `<ipython-input-3-...>`). Native frames (C++, CUDA kernels) have other file
+ * names, "??" or none, whatever their line.
+ */
+export function isPythonFrame(f: Frame): boolean {
+  const file = f.filename;
+  return file.endsWith('.py') || (/^<.+>$/.test(file) && !file.startsWith('<frozen '));
+}
+
+/** PyTorch's own Python (any `torch/` directory: site-packages or a source tree) and frozen stdlib modules. */
+const TORCH_INTERNAL = /(^|[/\\])torch[/\\]|^<frozen /;
+
+/** A frame of the user's code: Python outside torch's package (transformers, a training script). */
+export function isUserFrame(f: Frame): boolean {
+  return isPythonFrame(f) && !TORCH_INTERNAL.test(f.filename);
+}
+
+/**
+ * The frames worth showing first, innermost first within each group: the user's Python
+ * frames, then torch's own Python frames; only a stack with no Python frame at all (an
+ * allocation on autograd's backward thread, or in C++ code) shows its filtered native frames.
  */
 const topCache = new WeakMap<Frames, Map<number, string[]>>();
 
@@ -67,7 +86,7 @@ export function topFrames(frames: Frames, n = 5): string[] {
 
 function computeTopFrames(frames: Frames, n: number): string[] {
   const kept = frames.filter((f) => keepFrame(f) && !ALLOCATOR_FRAME.test(f.name));
-  const python = kept.filter((f) => f.line > 0 && f.filename !== '??' && f.filename !== '');
-  const pick = python.length ? python : kept;
+  const python = kept.filter(isPythonFrame);
+  const pick = python.length ? [...python.filter(isUserFrame), ...python.filter((f) => !isUserFrame(f))] : kept;
   return pick.slice(0, n).map(formatFrame);
 }
