@@ -74,6 +74,27 @@ export const snapshotMethods = {
   },
 } as const;
 
+/**
+ * A Python frame's file: a `.py` file, or code run from a string or a prompt (`<string>`,
+ * `<stdin>`, `<ipython-input-3-...>`), frozen stdlib modules aside. Native frames (C++, CUDA
+ * kernels) have other names, "??" or none, whatever their line.
+ */
+export function isPythonFile(filename: string): boolean {
+  return filename.endsWith('.py') || (/^<.+>$/.test(filename) && !filename.startsWith('<frozen '));
+}
+
+/** PyTorch's own Python (any `torch/` directory: site-packages or a source tree) and frozen stdlib modules. */
+export function isTorchInternalFile(filename: string): boolean {
+  return /(^|[/\\])torch[/\\]|^<frozen /.test(filename);
+}
+
+/** What a frame as the host sends it ("file:line:name") is: the user's Python, torch's own Python, or native code. */
+export function frameKind(frame: string): 'user' | 'torch' | 'native' {
+  const m = /^(.*?):(\d+):/.exec(frame);
+  if (!m || !isPythonFile(m[1])) return 'native';
+  return isTorchInternalFile(m[1]) ? 'torch' : 'user';
+}
+
 export interface SnapPeak {
   bytes: number;
   /** Trace event index where it was first reached (-1: before the first event). */

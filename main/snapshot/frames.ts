@@ -1,6 +1,7 @@
 // Stack frames as PyTorch's viewers show them: the unwinder's own frames, CPython's
 // interpreter loop and dispatcher boilerplate left out (the same lists as
 // _memory_viz.py's _frame_filter and MemoryViz.js's frameFilter).
+import { isPythonFile, isTorchInternalFile } from '../contract/snapshot';
 import { printable } from './printable';
 import type { Frame, Frames } from './model';
 
@@ -44,22 +45,14 @@ export function formatFrame(f: Frame): string {
 /** The allocator's own frames say nothing about who asked for the memory. */
 const ALLOCATOR_FRAME = /CUDACachingAllocator|c10::cuda::.*Allocator/;
 
-/**
- * A Python frame: a `.py` file, or code run from a string or a prompt (`<string>`,
- * `<stdin>`, `<ipython-input-3-...>`). Native frames (C++, CUDA kernels) have other file
- * names, "??" or none, whatever their line.
- */
+/** A Python frame: see isPythonFile (the rule the screens read frames by, too). */
 export function isPythonFrame(f: Frame): boolean {
-  const file = f.filename;
-  return file.endsWith('.py') || (/^<.+>$/.test(file) && !file.startsWith('<frozen '));
+  return isPythonFile(f.filename);
 }
-
-/** PyTorch's own Python (any `torch/` directory: site-packages or a source tree) and frozen stdlib modules. */
-const TORCH_INTERNAL = /(^|[/\\])torch[/\\]|^<frozen /;
 
 /** A frame of the user's code: Python outside torch's package (transformers, a training script). */
 export function isUserFrame(f: Frame): boolean {
-  return isPythonFrame(f) && !TORCH_INTERNAL.test(f.filename);
+  return isPythonFile(f.filename) && !isTorchInternalFile(f.filename);
 }
 
 /**

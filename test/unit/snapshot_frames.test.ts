@@ -3,7 +3,8 @@
 // only when the stack has no Python frame at all, whatever their line numbers.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isPythonFrame, isUserFrame, topFrames } from '../../main/snapshot/frames';
+import { frameKind } from '../../main/contract/snapshot';
+import { formatFrame, isPythonFrame, isUserFrame, topFrames } from '../../main/snapshot/frames';
 import { loadSnapshotFile } from '../../main/snapshot/import';
 
 const f = (filename: string, line: number, name: string) => ({ filename, line, name });
@@ -41,6 +42,19 @@ describe('frame rule', () => {
       '/home/me/train.py:44:main',
       `${SITE}/torch/nn/modules/linear.py:134:forward`,
     ]);
+  });
+
+  it('the screens read a sent frame ("file:line:name") by the same rule', () => {
+    const frames = [
+      f('/home/me/model.py', 16, 'forward'),
+      f('<string>', 37, '<module>'),
+      f(`${SITE}/torch/nn/functional.py`, 1723, 'relu'),
+      f('Reduce.cuh', 1234, 'void at::native::gpu_reduce_kernel<float, float, 4, 4>'),
+      f('??', 0, 'at::native::empty_cuda'),
+      f('C:\\Users\\me\\train.py', 9, 'main'),
+    ];
+    expect(frames.map((x) => frameKind(formatFrame(x)))).toEqual(['user', 'user', 'torch', 'native', 'native', 'user']);
+    for (const x of frames) expect(frameKind(formatFrame(x)) === 'user').toBe(isUserFrame(x));
   });
 
   it('on a real OOM snapshot: the failed allocation names the user code first, torch op after', () => {
