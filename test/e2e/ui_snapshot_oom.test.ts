@@ -53,6 +53,7 @@ describe.skipIf(!haveChromium())('UI: a snapshot that ran out of memory', () => 
     const oomMark = page.getByTestId('snap-tl-oom');
     expect(await oomMark.textContent()).toBe('OOM · 64.00 MiB at event 1892');
     expect(await page.getByTestId('snap-tl-cap').textContent()).toBe('cap 2.00 GiB');
+    expect(await tl.getAttribute('aria-label')).toMatch(/Out of memory at event 1892\. Memory cap 2\.00 GiB\./);
     const canvasBox = (await tl.locator('canvas').boundingBox())!;
     const markBox = (await oomMark.boundingBox())!;
     // The label ends 4 px left of the line; the line is where event 1892 falls on the axis
