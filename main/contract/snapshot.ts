@@ -62,6 +62,8 @@ export const snapshotMethods = {
   'snapshot.largest': { params: z.strictObject({ ...snapshotRef, top: z.number().int().min(1).max(200).optional() }) },
   /** The trace replayed under its own settings and under `allocConf`, both at `capacity`. */
   'snapshot.whatIf': { params: z.strictObject({ ...snapshotRef, allocConf, capacity: capacity.optional() }) },
+  /** The smallest capacity under which the trace runs without an OOM, under `allocConf` (a bisection by replay). */
+  'snapshot.minCapacity': { params: z.strictObject({ ...snapshotRef, allocConf }) },
   /** Every settings string at every capacity. */
   'snapshot.grid': {
     params: z.strictObject({
@@ -71,6 +73,27 @@ export const snapshotMethods = {
     }),
   },
 } as const;
+
+/**
+ * A Python frame's file: a `.py` file, or code run from a string or a prompt (`<string>`,
+ * `<stdin>`, `<ipython-input-3-...>`), frozen stdlib modules aside. Native frames (C++, CUDA
+ * kernels) have other names, "??" or none, whatever their line.
+ */
+export function isPythonFile(filename: string): boolean {
+  return filename.endsWith('.py') || (/^<.+>$/.test(filename) && !filename.startsWith('<frozen '));
+}
+
+/** PyTorch's own Python (any `torch/` directory: site-packages or a source tree) and frozen stdlib modules. */
+export function isTorchInternalFile(filename: string): boolean {
+  return /(^|[/\\])torch[/\\]|^<frozen /.test(filename);
+}
+
+/** What a frame as the host sends it ("file:line:name") is: the user's Python, torch's own Python, or native code. */
+export function frameKind(frame: string): 'user' | 'torch' | 'native' {
+  const m = /^(.*?):(\d+):/.exec(frame);
+  if (!m || !isPythonFile(m[1])) return 'native';
+  return isTorchInternalFile(m[1]) ? 'torch' : 'user';
+}
 
 export interface SnapPeak {
   bytes: number;
@@ -296,6 +319,20 @@ export interface SnapGrid {
   cells: SnapOutcome[][];
 }
 
+export interface SnapMinCapacity {
+  id: string;
+  device: number;
+  allocConf: string;
+  /** The smallest cap found that fits (one 2 MiB step lower runs out of memory); null: none does, or not searched. */
+  capacity: number | null;
+  /** Peak reserved on the whole device, the search's upper end (null: not searched). */
+  peakReserved: number | null;
+  /** Native replays the search took. */
+  replays: number;
+  /** Why capacity is null. */
+  note?: string;
+}
+
 export interface SnapshotResults {
   'snapshot.upload': SnapUploadResult;
   'snapshot.list': SnapSummary[];
@@ -305,4 +342,5 @@ export interface SnapshotResults {
   'snapshot.largest': SnapLargest;
   'snapshot.whatIf': SnapWhatIf;
   'snapshot.grid': SnapGrid;
+  'snapshot.minCapacity': SnapMinCapacity;
 }

@@ -7,6 +7,7 @@ import type {
   SnapAllocatorSettings,
   SnapGrid,
   SnapLargest,
+  SnapMinCapacity,
   SnapOutcome,
   SnapSummary,
   SnapTimeline,
@@ -14,6 +15,7 @@ import type {
   SnapWhatIf,
   SnapWhere,
 } from '../contract/snapshot';
+import { minCapacity, type MinCapacity } from '../snapshot/min_capacity';
 import { diagnoseOom, type OomDiagnosis } from '../snapshot/oom_diagnosis';
 import type { WhereMemoryWas } from '../snapshot/where';
 import { allocConfFromSettings } from '../snapshot/alloc_conf';
@@ -40,6 +42,8 @@ interface DeviceCache {
   replayer?: Replayer;
   /** Replays already run, by settings and capacity (bounded). */
   outcomes: Map<string, SnapOutcome>;
+  /** Smallest fitting capacities already searched, by settings (bounded like outcomes). */
+  minCaps?: Map<string, MinCapacity>;
 }
 
 interface Extra {
@@ -207,6 +211,23 @@ export function registerSnapshotMethods(host: Host, native: NativeAddon, options
       original: outcome(cache, s, device, allocConfFromSettings(s.allocatorSettings), capacity),
       whatIf: outcome(cache, s, device, p.allocConf.trim(), capacity),
     };
+  });
+
+  // One setting per request: the screen asks for each in turn, so it shows progress and
+  // partial results and can stop between them.
+  host.register('snapshot.minCapacity', (params): SnapMinCapacity => {
+    const p = params as { id: string; device?: number; allocConf: string };
+    const { entry, s, device, cache } = cacheFor(p.id, p.device);
+    const conf = p.allocConf.trim();
+    cache.minCaps ??= new Map();
+    let m = cache.minCaps.get(conf);
+    if (!m) {
+      cache.replayer ??= replayer(s, device, nativeReplay(native));
+      m = minCapacity(cache.replayer, conf, cache.stats.events);
+      if (cache.minCaps.size >= MAX_CACHED_OUTCOMES) cache.minCaps.delete(cache.minCaps.keys().next().value!);
+      cache.minCaps.set(conf, m);
+    }
+    return { id: entry.id, device, ...m };
   });
 
   host.register('snapshot.grid', (params): SnapGrid => {

@@ -56,7 +56,8 @@ export function buildTimeline(s: Snapshot, device: number, maxPoints = 800, maxA
     let at = lo;
     let res = reservedAt[lo];
     for (let i = lo + 1; i < hi; i++) {
-      if (allocAt[i] > allocAt[at]) at = i;
+      // An OOM changes no totals: on a tie it is the point shown, so the timeline has its event.
+      if (allocAt[i] > allocAt[at] || (allocAt[i] === allocAt[at] && events[i].action === 'oom')) at = i;
       if (reservedAt[i] > res) res = reservedAt[i];
     }
     points.eventIndex.push(at);

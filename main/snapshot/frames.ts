@@ -1,6 +1,7 @@
 // Stack frames as PyTorch's viewers show them: the unwinder's own frames, CPython's
 // interpreter loop and dispatcher boilerplate left out (the same lists as
 // _memory_viz.py's _frame_filter and MemoryViz.js's frameFilter).
+import { isPythonFile, isTorchInternalFile } from '../contract/snapshot';
 import { printable } from './printable';
 import type { Frame, Frames } from './model';
 
@@ -44,9 +45,20 @@ export function formatFrame(f: Frame): string {
 /** The allocator's own frames say nothing about who asked for the memory. */
 const ALLOCATOR_FRAME = /CUDACachingAllocator|c10::cuda::.*Allocator/;
 
+/** A Python frame: see isPythonFile (the rule the screens read frames by, too). */
+export function isPythonFrame(f: Frame): boolean {
+  return isPythonFile(f.filename);
+}
+
+/** A frame of the user's code: Python outside torch's package (transformers, a training script). */
+export function isUserFrame(f: Frame): boolean {
+  return isPythonFile(f.filename) && !isTorchInternalFile(f.filename);
+}
+
 /**
- * The frames worth showing first: Python frames (a real file and line) when there are
- * any, innermost first, else the filtered native frames.
+ * The frames worth showing first, innermost first within each group: the user's Python
+ * frames, then torch's own Python frames; only a stack with no Python frame at all (an
+ * allocation on autograd's backward thread, or in C++ code) shows its filtered native frames.
  */
 const topCache = new WeakMap<Frames, Map<number, string[]>>();
 
@@ -67,7 +79,7 @@ export function topFrames(frames: Frames, n = 5): string[] {
 
 function computeTopFrames(frames: Frames, n: number): string[] {
   const kept = frames.filter((f) => keepFrame(f) && !ALLOCATOR_FRAME.test(f.name));
-  const python = kept.filter((f) => f.line > 0 && f.filename !== '??' && f.filename !== '');
-  const pick = python.length ? python : kept;
+  const python = kept.filter(isPythonFrame);
+  const pick = python.length ? [...python.filter(isUserFrame), ...python.filter((f) => !isUserFrame(f))] : kept;
   return pick.slice(0, n).map(formatFrame);
 }

@@ -4,7 +4,7 @@
 // block 7 and one inside block 8 that share a line of the model add up; the library op
 // (linear.py forward) and the user call path are kept for display.
 import { printable } from './printable';
-import { keepFrame } from './frames';
+import { isPythonFrame, keepFrame } from './frames';
 import type { Frame, Frames } from './model';
 
 export interface MemorySite {
@@ -39,7 +39,7 @@ interface Key {
 }
 
 function keyOf(frames: Frames): Key {
-  const python = frames.filter((f) => f.line > 0 && f.filename !== '' && f.filename !== '??');
+  const python = frames.filter(isPythonFrame);
   if (!python.length) {
     const native = frames.find((f) => keepFrame(f) && !/CUDACachingAllocator|c10::cuda::/.test(f.name));
     return { site: native ? printable(native.name.slice(0, 120)) : NO_STACK, path: [], op: null };

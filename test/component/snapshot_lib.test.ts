@@ -48,6 +48,13 @@ describe('timeline geometry', () => {
     expect(f.yMax).toBeGreaterThanOrEqual(22 * MiB);
   });
 
+  it('reaches a memory cap above the data, so the cap line is in view', () => {
+    expect(frameFor(t, 600, 300).yMax).toBeLessThan(64 * MiB);
+    const capped = frameFor(t, 600, 300, [64 * MiB]);
+    expect(capped.yMax).toBeGreaterThanOrEqual(64 * MiB);
+    expect(yOf(capped, 64 * MiB)).toBeGreaterThanOrEqual(capped.top);
+  });
+
   it('names the band under a height at a point', () => {
     expect(bandAt(t, 3, 0.5 * MiB)).toEqual({ kind: 'other', base: 0 });
     expect(bandAt(t, 3, 2 * MiB)).toEqual({ kind: 'allocation', index: 0, base: MiB });

@@ -26,18 +26,18 @@ describe('Snapshots from real jobs', () => {
   it('a late start: the badge, and the state before the trace with its numbers', async () => {
     await open('gpt_late_start.pickle');
     expect(screen.getByTestId('snap-badge-late').textContent).toBe('trace started late');
+    // Where the memory was at the peak, on the first tab: ranked, biggest first.
+    const rows = [...screen.getByTestId('snap-where-peak').querySelectorAll('tbody tr')];
+    expect(rows.length).toBeGreaterThan(2);
+    // Memory allocated before recording began has no stack: it is named for what it is.
+    expect(rows[0].textContent).toMatch(/allocated before the trace began/);
+    expect(rows.some((r) => /t2_protocol\.py:\d+/.test(r.textContent!))).toBe(true);
     await fireEvent.click(screen.getByTestId('snapview-stats'));
     const note = screen.getByTestId('snap-late-start').textContent!;
     expect(note).toMatch(/The trace started late\./);
     expect(note).toMatch(/740\.00 MiB were already reserved in 51 segments/);
     expect(note).toMatch(/334\.97 MiB allocated in 231 blocks/);
     expect(screen.queryByTestId('snap-start-problems')).toBeNull();
-    // Where the memory was at the peak: ranked, biggest first.
-    const rows = [...screen.getByTestId('snap-where-peak').querySelectorAll('tbody tr')];
-    expect(rows.length).toBeGreaterThan(2);
-    // Memory allocated before recording began has no stack: it is named for what it is.
-    expect(rows[0].textContent).toMatch(/allocated before the trace began/);
-    expect(rows.some((r) => /t2_protocol\.py:\d+/.test(r.textContent!))).toBe(true);
   });
 
   it('a full ring buffer: said to be cut short', async () => {
@@ -47,10 +47,10 @@ describe('Snapshots from real jobs', () => {
     expect(screen.getByTestId('snap-late-start').textContent).toMatch(/exactly 3000 events, the size of a full ring buffer/);
   });
 
-  it('a recorded OOM: what it says, the cap that reproduces it, and whether settings would have avoided it', async () => {
+  it('a recorded OOM: what it says and the cap that reproduces it (on the first tab), and whether settings would have avoided it', async () => {
     await open('residual_oom_capped.pickle');
     expect(screen.getByTestId('snap-badge-oom').textContent).toBe('recorded OOM at event 1892');
-    await fireEvent.click(screen.getByTestId('snapview-stats'));
+    // On the first tab.
     const oom = screen.getByTestId('snap-recorded-oom').textContent!;
     expect(oom).toMatch(/64\.00 MiB/);
     expect(oom).toMatch(/a memory cap \(set_per_process_memory_fraction\), not the card, refused it/);

@@ -19,7 +19,7 @@ describe.skipIf(!haveChromium())('UI: snapshots from real jobs', () => {
     await page.getByTestId('snap-drop').waitFor();
     await page.getByTestId('snap-file').setInputFiles(path.join(FIX, 'residual_oom_capped.pickle'));
     await page.getByTestId('snap-badge-oom').filter({ hasText: 'recorded OOM at event 1892' }).waitFor({ timeout: 30_000 });
-    await page.getByTestId('snapview-stats').click();
+    // The why is on the first tab, open by default.
     const oom = page.getByTestId('snap-recorded-oom');
     await oom.waitFor();
     expect(await oom.textContent()).toMatch(/a memory cap \(set_per_process_memory_fraction\), not the card, refused it/);
@@ -39,11 +39,12 @@ describe.skipIf(!haveChromium())('UI: snapshots from real jobs', () => {
 
     await page.getByTestId('snap-file').setInputFiles(path.join(FIX, 'gpt_late_start.pickle'));
     await page.getByTestId('snap-badge-late').filter({ hasText: 'trace started late' }).waitFor({ timeout: 30_000 });
+    // A new snapshot opens on its first tab: where the memory was at peak is there.
+    await page.getByTestId('snap-where-peak').waitFor();
     await page.getByTestId('snapview-stats').click();
     const late = page.getByTestId('snap-late-start');
     await late.waitFor();
     expect(await late.textContent()).toMatch(/740\.00 MiB were already reserved in 51 segments/);
-    await page.getByTestId('snap-where-peak').waitFor();
     await page.screenshot({ path: shot('ui_snapshot_late_start'), fullPage: true });
     expect(errors).toEqual([]);
   });

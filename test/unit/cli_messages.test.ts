@@ -115,7 +115,8 @@ describe('snapshot and replay arguments', () => {
     ]);
     expect(text.err).toBe('');
     expect(text.code).toBe(0);
-    const rows = text.out.trim().split('\n').slice(2);
+    // The grid's rows (the smallest capacity per setting follows in a table of its own).
+    const rows = text.out.split('\n\nsmallest capacity')[0].trim().split('\n').slice(2);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatch(/1\.00 MiB .*does not fit: 740\.00 MiB reserved before the trace's first event/);
     expect(rows[1]).toMatch(/80\.00 GiB .* fits/);

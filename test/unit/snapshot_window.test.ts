@@ -210,14 +210,15 @@ describe('the CLI on real-job snapshots', () => {
     expect(st.whereAtPeak.total).toBe(st.peakAllocated.bytes);
   });
 
-  it.skipIf(!ready)('replay with no cap names the recorded OOM and the cap that reproduces it', async () => {
+  it.skipIf(!ready)('replay with no cap names the recorded OOM and replays under the cap that reproduces it', async () => {
     const { main } = await import('../../main/cli/main');
     const c = capture();
     expect(await main(['replay', file('residual_oom_capped'), '--json'], c.io)).toBe(0);
     const j = JSON.parse(c.out());
     expect(j.recorded.oom.capped).toBe(true);
     expect(j.recorded.oom.reproducing_caps.suggested).toBe(stats('residual_oom_capped').capacity_bytes);
-    expect(j.recorded_ooms).toEqual([{ event_index: 1892, size: 64 * 2 ** 20, reproduced: false }]);
+    // Replayed by default under that cap: the recorded OOM happens again.
+    expect(j.recorded_ooms).toEqual([{ event_index: 1892, size: 64 * 2 ** 20, reproduced: true }]);
     const g = capture();
     expect(await main(['replay', file('residual_oom_capped'), '--grid'], g.io)).toBe(0);
     expect(g.out()).toMatch(/expandable_segments:True\s+2\.00 GiB.*OOM at event 1892 \(the recorded OOM\)/);

@@ -2,6 +2,7 @@
 // vramlab's allocator, under the snapshot's own settings or others, with an optional cap.
 import { busiestDevice } from '../../snapshot/import';
 import { openSnapshot } from '../open_snapshot';
+import { minCapacity } from '../../snapshot/min_capacity';
 import { diagnoseOom, type OomDiagnosis } from '../../snapshot/oom_diagnosis';
 import { replayer, type ReplayOutcome, type Replayer } from '../../snapshot/replay';
 import { parseSize } from '../../snapshot/sizes';
@@ -19,9 +20,13 @@ vramlab's caching allocator (PyTorch 2.11's rules) and reports peak reserved mem
 device allocations, fragmentation and whether, and where, it would run out of memory.
 
   --alloc-conf STR   PYTORCH_CUDA_ALLOC_CONF to replay with (default: the snapshot's own)
-  --capacity SIZE    device memory cap: 24GiB (binary), 24GB (decimal), 512MiB, or bytes
+  --capacity SIZE    device memory cap: 24GiB (binary), 24GB (decimal), 512MiB, or bytes;
+                     "device" for the whole simulated device. Default: for a snapshot
+                     that holds a recorded OOM, the cap that reproduces it (said so in
+                     the output); else the whole device
   --device N         which device's trace (default: the one with the most events)
-  --grid             try every --alloc-conf x every --capacity (defaults below) and tabulate
+  --grid             try every --alloc-conf x every --capacity (defaults below) and tabulate,
+                     then the smallest capacity each --alloc-conf fits in
   --json             print one JSON object (with --grid, a JSON array)
 
 Grid defaults: the snapshot's settings, expandable_segments:True, max_split_size_mb:256,
@@ -105,6 +110,9 @@ function recordedJson(st: TraceStats) {
   };
 }
 
+/** "device" (or "none", "whole") asks for no cap: the whole simulated device. */
+const WHOLE_DEVICE = /^(device|none|whole)$/i;
+
 const capLabel = (c: number | null) => (c === null ? 'device' : formatBytes(c));
 const oomLabel = (o: ReplayOutcome) => {
   const recorded = o.oomAttempts.length ? (o.oomAttempts.some((a) => a.failed) ? ' (the recorded OOM)' : '; recorded OOM avoided') : '';
@@ -144,6 +152,7 @@ const replay: Command = async (args, io) => {
   if (positionals.length !== 1) throw new UsageError(`expected one snapshot file\n\n${USAGE}`);
   const confs = values['alloc-conf'] ?? [];
   const caps = (values.capacity ?? []).map((c) => {
+    if (WHOLE_DEVICE.test(c.trim())) return null;
     try {
       return parseSize(c);
     } catch (err) {
@@ -202,20 +211,43 @@ const replay: Command = async (args, io) => {
         ),
       ),
     );
+    // The question a grid is asked for: how small a card each setting gets away with.
+    const mins = gridConfs.map((conf) => minCapacity(r, conf, st.events));
+    io.out('\nsmallest capacity that fits (bisection by replay, 2 MiB steps):\n');
+    io.out(
+      table(
+        ['alloc conf', 'smallest capacity', 'replays'],
+        mins.map((m) => [
+          m.allocConf || '(default)',
+          m.capacity === null ? (m.note ?? '-') : `${formatBytes(m.capacity)} (${m.capacity / 2 ** 20} MiB)`,
+          String(m.replays),
+        ]),
+      ),
+    );
     return 0;
   }
 
-  const one = seededRun(r, st, confs[0] ?? r.ownConf, caps[0] ?? null);
-  if ('misfit' in one) throw new Error(`${one.misfit} (--capacity ${formatBytes(caps[0])})`);
+  // An OOM snapshot answers "what happened under the job's cap" first: without --capacity the
+  // replay runs under the cap that reproduces the recorded OOM (on the whole device it would
+  // only say the OOM was avoided, which the job never saw).
+  const recordedCap = diagnosis?.reproducingCaps?.suggested ?? null;
+  const capSource = caps.length ? (caps[0] === null ? 'device' : 'given') : recordedCap !== null ? 'recorded' : 'device';
+  const cap = caps.length ? caps[0] : recordedCap;
+  const one = seededRun(r, st, confs[0] ?? r.ownConf, cap);
+  if ('misfit' in one) throw new Error(`${one.misfit} (--capacity ${formatBytes(one.capacity)})`);
   const whatIf = one;
   if (values.json) {
     const rec = { ...recordedJson(st), ...(diagnosis ? { oom: diagnosisJson(diagnosis) } : {}) };
-    io.out(JSON.stringify({ ...outcomeJson(whatIf), device, recorded: rec }, null, 2) + '\n');
+    io.out(JSON.stringify({ ...outcomeJson(whatIf), capacity_source: capSource, device, recorded: rec }, null, 2) + '\n');
     return 0;
   }
 
-  const own = confs.length || caps.length ? r.run() : whatIf;
-  const cols: [string, ReplayOutcome][] = [[`replay (${own.allocConf || 'default settings'})`, own]];
+  // The snapshot's own settings beside a what-if: at the recorded cap both run under it; a
+  // --capacity given by hand is compared with the own settings on the whole device.
+  const own = confs.length ? r.run({ capacity: capSource === 'recorded' ? cap : null }) : capSource === 'given' ? r.run() : whatIf;
+  const cols: [string, ReplayOutcome][] = [
+    [`replay (${own.allocConf || 'default settings'}${own.capacity !== null ? `, cap ${capLabel(own.capacity)}` : ''})`, own],
+  ];
   if (own !== whatIf) cols.push([`what-if (${whatIf.allocConf || 'default'}, cap ${capLabel(whatIf.capacity)})`, whatIf]);
   const rec = recordedJson(st);
   const row = (label: string, recorded: string, f: (o: ReplayOutcome) => string) => [label, recorded, ...cols.map(([, o]) => f(o))];
@@ -223,6 +255,11 @@ const replay: Command = async (args, io) => {
     `${positionals[0]}: device ${device}, ${st.events} events${st.lateStart ? ` (trace started late or was truncated: replayed from the allocator's state at its first event, ${formatBytes(st.initial.reserved)} reserved in ${st.start.segments} segments; counts are the window's)` : ''}\n\n`,
   );
   if (diagnosis) io.out(describeOom(diagnosis) + '\n');
+  if (capSource === 'recorded')
+    io.out(
+      `replayed under the recorded cap, ${formatBytes(cap!)} (the cap that reproduces the recorded OOM); ` +
+        `--capacity device replays on the whole device, --capacity SIZE under another cap\n\n`,
+    );
   io.out(
     table(
       ['', 'recorded', ...cols.map(([name]) => name)],

@@ -1,5 +1,5 @@
 // The snapshot methods the screens call, typed by the contract.
-import type { SnapGrid, SnapLargest, SnapStateAt, SnapSummary, SnapTimeline, SnapWhatIf } from '$contract/snapshot';
+import type { SnapGrid, SnapLargest, SnapMinCapacity, SnapStateAt, SnapSummary, SnapTimeline, SnapWhatIf } from '$contract/snapshot';
 import { call, type Transport } from '../../transport/transport';
 
 export const snapshotApi = {
@@ -14,4 +14,6 @@ export const snapshotApi = {
     call(t, 'snapshot.whatIf', { id, device, allocConf, capacity }),
   grid: (t: Transport, id: string, device: number, settings: string[], capacities: (string | null)[]): Promise<SnapGrid> =>
     call(t, 'snapshot.grid', { id, device, settings, capacities }),
+  minCapacity: (t: Transport, id: string, device: number, allocConf: string): Promise<SnapMinCapacity> =>
+    call(t, 'snapshot.minCapacity', { id, device, allocConf }),
 };

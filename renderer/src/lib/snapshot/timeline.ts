@@ -18,8 +18,9 @@ export interface Frame {
 
 export const PAD = { left: 72, right: 22, top: 10, bottom: 30 };
 
-export function frameFor(t: SnapTimeline, width: number, height: number): Frame {
-  const peak = Math.max(1, ...t.points.reserved, ...t.points.allocated);
+/** `alsoShow`: byte levels the axis must reach besides the data (a memory cap drawn as a line). */
+export function frameFor(t: SnapTimeline, width: number, height: number, alsoShow: number[] = []): Frame {
+  const peak = Math.max(1, ...t.points.reserved, ...t.points.allocated, ...alsoShow);
   return {
     width,
     height,
