@@ -7,6 +7,7 @@ import { formatBytes, table } from './format';
 import { clipText } from '../contract/echo';
 import { loadAddon } from '../addon/load';
 import { verdictLine } from '../contract/verdict';
+import { formatReading } from '../contract/readings';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
 import { SpecError, parseSpec, type Spec, type SpecInput } from '../contract/spec';
@@ -159,15 +160,15 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
       '',
       table(
         ['reading', ...head],
-        readings.map(([k]) => [k, ...shown.map((c) => formatBytes(s.ranks![c]?.[k] ?? 0))]),
+        readings.map(([k]) => [k, ...shown.map((c) => formatReading(k, s.ranks![c]?.[k] ?? 0))]),
       ).trimEnd(),
     );
   } else if (readings.length)
     lines.push(
       '',
       table(
-        ['reading', 'bytes', 'size'],
-        readings.map(([k, v]) => [k, String(v), formatBytes(v)]),
+        ['reading', 'value', 'size'],
+        readings.map(([k, v]) => [k, String(v), formatReading(k, v)]),
       ).trimEnd(),
     );
   lines.push(

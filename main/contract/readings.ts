@@ -1,3 +1,5 @@
+import { formatBytes } from './units';
+
 // The protocol readings a run reports (native/engine/experiment/), in words people read:
 // "it0_peak_fwd_bwd" is "peak in forward + backward (iteration 1)". Bytes are over the
 // baseline (what was allocated before the model was built); two readings count cudaMalloc /
@@ -39,3 +41,7 @@ export function readingLabel(key: string): string {
   const label = LABELS[base] ?? base.replace(/_/g, ' ');
   return it ? `${label} (iteration ${Number(it[1]) + 1})` : label;
 }
+
+/** A reading's value for people: "1.50 GiB", or "12 calls" for a count. */
+export const formatReading = (key: string, value: number): string =>
+  isCountReading(key) ? `${value.toLocaleString('en-US')} calls` : formatBytes(value);
