@@ -7,6 +7,7 @@ import { formatBytes, table } from './format';
 import { clipText } from '../contract/echo';
 import { loadAddon } from '../addon/load';
 import { verdictLine } from '../contract/verdict';
+import { formatReading } from '../contract/readings';
 import { historyNote, type RunMeta } from '../contract/runs';
 import { wholeCard, type CardMemory } from '../contract/card';
 import { rankGroups } from '../contract/ranks';
@@ -156,7 +157,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
   // A reading PyTorch itself does not fix shows the range its mechanism allows.
   const rangeOr = (k: string, v: number) => {
     const r = s.ranges?.[k];
-    return r ? `${formatBytes(r[0])}–${formatBytes(r[1])}` : formatBytes(v);
+    return r ? `${formatReading(k, r[0])}–${formatReading(k, r[1])}` : formatReading(k, v);
   };
   if (s.ranks && s.ranks.length > 1) {
     // one column per distinct rank (ranks PyTorch treats alike share a simulation)
@@ -179,7 +180,7 @@ export function describeRun(meta: RunMeta, card?: CardMemory): string {
     lines.push(
       '',
       table(
-        ['reading', 'bytes', 'size'],
+        ['reading', 'value', 'size'],
         readings.map(([k, v]) => {
           const r = s.ranges?.[k];
           return [k, r ? `${r[0]}–${r[1]}` : String(v), rangeOr(k, v)];

@@ -10,6 +10,10 @@ export interface DeviceInfo {
    *  total - free at listing, other processes included; 0 for sim:custom:SIZE). The allocator
    *  can reserve at most total - context. */
   context: number;
+  /** Whether `context` was measured on this card or estimated, and how (native/device/presets.cpp;
+   *  on cuda:N, measured at listing). Absent from an addon built before this was reported. */
+  contextSource?: 'measured' | 'estimated';
+  contextNote?: string;
   ordinal: number;
   memBandwidthGBs: number;
   fp32Tflops: number;

@@ -4,7 +4,9 @@ import type { Spec } from './spec';
 import type { Verdict } from './verdict';
 
 /** Memory categories, in the order of MemorySample.by (cached-but-free is reserved - allocated).
- * Transformer activations are split by the layer that made them; kv_cache is generation's. */
+ * Transformer activations are split by the layer that made them; kv_cache is generation's.
+ * gradients are the parameters' .grad; activation_gradients what backward makes on the way
+ * there (the logits' gradient, each layer output's). New ones go last: stored runs index by position. */
 export const CATEGORIES = [
   'parameters',
   'gradients',
@@ -19,6 +21,7 @@ export const CATEGORIES = [
   'norms',
   'logits',
   'kv_cache',
+  'activation_gradients',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
 

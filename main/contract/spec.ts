@@ -30,6 +30,7 @@ import {
   familyOf,
   modelDims,
   fillFields,
+  finetuneMethodsFor,
   loraAlphaDefault,
   loraDefaultTargetsOf,
   loraTargetsOf,
@@ -482,6 +483,14 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
     issues.push({
       path: ['finetune', 'method'],
       message: `fine-tuning applies to the transformer families (${tokenKinds.join(', ')}): use "full" with model.kind "${m.kind}"`,
+      input: ft.method,
+    });
+  else if (!finetuneMethodsFor(spec.mode, fam).includes(ft.method))
+    issues.push({
+      path: ['finetune', 'method'],
+      message: `mode "${spec.mode}" with model.kind "${m.kind}" takes finetune.method ${orList(finetuneMethodsFor(spec.mode, fam))}${
+        ft.method === 'lora' ? ` (LoRA outside training: model.kind ${orList(MODEL_KINDS.filter((k) => familyOf(k)!.loraServing))})` : ''
+      }`,
       input: ft.method,
     });
   else if (ft.method === 'freeze' && ft.blocks > depth)

@@ -2,15 +2,16 @@
 // A run can be larger than one string may be (a run stored before history was capped holds
 // millions of events), so the export also comes in pieces, chunk by chunk: the same text.
 import type { MemorySample, RunEvent, RunMeta, RunRecord } from '../contract/runs';
+import { exportedMeta } from './applied_spec';
 
 export const EXPORT_FORMAT = 'vramlab.run/1';
 
 export function runJson(run: RunRecord): string {
-  return JSON.stringify({ format: EXPORT_FORMAT, ...run }, null, 1);
+  return JSON.stringify({ format: EXPORT_FORMAT, ...run, meta: exportedMeta(run.meta) }, null, 1);
 }
 
 export function runsJson(runs: readonly RunMeta[]): string {
-  return JSON.stringify({ format: 'vramlab.runs/1', runs }, null, 1);
+  return JSON.stringify({ format: 'vramlab.runs/1', runs: runs.map(exportedMeta) }, null, 1);
 }
 
 export interface RunChunk {
@@ -24,7 +25,7 @@ export async function* runJsonPieces(
   chunks: () => AsyncIterable<RunChunk>,
   decimated?: RunRecord['decimated'],
 ): AsyncGenerator<string> {
-  yield `{\n "format": ${JSON.stringify(EXPORT_FORMAT)},\n "meta": ${nested(meta)}`;
+  yield `{\n "format": ${JSON.stringify(EXPORT_FORMAT)},\n "meta": ${nested(exportedMeta(meta))}`;
   for (const key of ['timeline', 'events'] as const) {
     yield `,\n ${JSON.stringify(key)}: [`;
     let n = 0;

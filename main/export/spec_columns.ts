@@ -1,8 +1,10 @@
 // A spec flattened to named columns, for summary tables and CSV. Model and optimizer columns
 // come from the catalogue: model_<field> for every family's fields, optimizer_<field> for
-// every optimizer's; a field the run's family or optimizer lacks is empty.
+// every optimizer's; a field the run's family or optimizer lacks is empty, and so is every
+// column of a key the run's mode does not read (catalogue/applies.ts: no optimizer on a
+// generation row, no prompt on a training row).
 import { checkpointLabel, type Spec } from '../contract/spec';
-import { families, fieldNames, modelSizes, optimizers } from '../contract/catalogue';
+import { MODE_KEYS, families, fieldNames, modeReads, modelSizes, optimizers } from '../contract/catalogue';
 import { describeShapes } from '../contract/shapes';
 
 type Cell = string | number | boolean | null;
@@ -49,7 +51,7 @@ export function specColumns(stored: Spec): Record<string, Cell> {
   const model = { ...(modelSizes(spec.model) as unknown as Record<string, Cell>), ...(spec.model as unknown as Record<string, Cell>) };
   const opt = spec.optimizer as unknown as Record<string, Cell>;
   const ft = spec.finetune as { method: string; blocks?: number; rank?: number; alpha?: number; targets?: string[] };
-  return {
+  const row: Record<string, Cell> = {
     model: spec.model.kind,
     ...Object.fromEntries(MODEL_FIELDS.map((f) => [`model_${f}`, model[f] ?? null])),
     batch: spec.batch,
@@ -80,4 +82,9 @@ export function specColumns(stored: Spec): Record<string, Cell> {
     parallel: spec.parallel?.kind ?? null,
     parallel_world: spec.parallel?.world ?? null,
   };
+  for (const col of SPEC_COLUMNS) {
+    const key = MODE_KEYS.find((k) => col === k || col.startsWith(`${k}_`));
+    if (key && !modeReads(spec.mode, key)) row[col] = null;
+  }
+  return row;
 }

@@ -17,6 +17,8 @@ Napi::Object toJs(Napi::Env env, const DeviceInfo& d) {
   o.Set("total", double(d.total));  // exact: device sizes are far below 2^53
   o.Set("free", double(d.free));
   o.Set("context", double(d.context));
+  o.Set("contextSource", d.context_source);
+  o.Set("contextNote", d.context_note);
   o.Set("ordinal", d.ordinal);
   o.Set("memBandwidthGBs", d.mem_bandwidth_gbs);
   o.Set("fp32Tflops", d.fp32_tflops);

@@ -126,6 +126,8 @@ class CudaDevice : public Device {
       for (const auto& [va, seg] : handles_) mapped += seg.bytes;
     }
     d.context = d.total - d.free > mapped ? d.total - d.free - mapped : 0;
+    d.context_source = "measured";
+    d.context_note = "total - free on this card now, less this process's segments (other processes included)";
     d.mem_bandwidth_gbs = bandwidth_gbs_;
     return d;
   }

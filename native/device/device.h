@@ -19,6 +19,9 @@ struct DeviceInfo {
   // preset's measured or estimated figure; on cuda:N, total - free - this device's segments,
   // which counts other processes too). The allocator can use at most total - context.
   uint64_t context = 0;
+  // Where `context` comes from: "measured" (on that card) or "estimated", and a line saying how.
+  std::string context_source;
+  std::string context_note;
   int ordinal = 0;               // CUDA ordinal; 0 for sim
   double mem_bandwidth_gbs = 0;  // for the sim time model
   double fp32_tflops = 0;

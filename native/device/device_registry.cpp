@@ -22,6 +22,8 @@ std::vector<DeviceInfo> list_devices() {
     d.name = p.name;
     d.total = p.total;
     d.context = p.context;
+    d.context_source = p.context_measured ? "measured" : "estimated";
+    d.context_note = p.context_note;
     d.free = p.total - p.context;
     d.mem_bandwidth_gbs = p.mem_bandwidth_gbs;
     d.fp32_tflops = p.fp32_tflops;

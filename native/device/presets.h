@@ -16,6 +16,8 @@ struct SimPreset {
   // run (CUDA context, cuBLAS/cuBLASLt handles, autograd's device thread, attention
   // kernels): what nvidia-smi shows beyond memory_reserved(). The allocator gets total - context.
   uint64_t context;
+  bool context_measured;     // on this card (else estimated)
+  const char* context_note;  // how: the measurement, or what the estimate stands on
   double mem_bandwidth_gbs;
   double fp32_tflops;
   double bf16_tflops;

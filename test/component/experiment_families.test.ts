@@ -120,8 +120,8 @@ describe('ExperimentPanel: model families', () => {
     await waitFor(() => expect(byId('prediction').getAttribute('data-pending')).toBe('false'));
     const reading = (k: string) =>
       Number(
-        [...byId('predicted-readings').querySelectorAll('li')]
-          .find((li) => li.textContent!.startsWith(k))!
+        byId('predicted-readings')
+          .querySelector(`li[data-key="${k}"]`)!
           .querySelector('.num')!
           .getAttribute('title')!
           .replace(/[^0-9]/g, ''),

@@ -40,9 +40,13 @@ export interface UiPage {
  * Opens the lab at a tab; collects uncaught page errors, console errors and CSP violations,
  * and fails the test that opened it if any happened, whether or not the test looks.
  */
-export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boolean } = {}): Promise<UiPage> {
+export async function openLab(
+  env: UiEnv,
+  tab = 'experiment',
+  opts: { dark?: boolean; viewport?: { width: number; height: number }; beforeOpen?: (page: Page) => void } = {},
+): Promise<UiPage> {
   const page = await env.browser.newPage({
-    viewport: { width: 1360, height: 900 },
+    viewport: opts.viewport ?? { width: 1360, height: 900 },
     acceptDownloads: true,
     colorScheme: opts.dark ? 'dark' : 'light',
   });
@@ -54,6 +58,7 @@ export async function openLab(env: UiEnv, tab = 'experiment', opts: { dark?: boo
   onTestFinished(() => {
     if (errors.length) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
   });
+  opts.beforeOpen?.(page); // listeners that must see the page from its first request (WebSocket frames)
   await page.goto(`${env.server.url}#${tab}`);
   await page.locator('[data-testid="connection"]', { hasText: 'connected' }).waitFor();
   return { page, errors };

@@ -16,11 +16,13 @@ const devices: Command = async (args, io) => {
   }
   io.out(
     table(
-      ['id', 'name', 'total', 'CUDA context', 'free'],
-      list.map((d) => [d.id, d.name, formatBytes(d.total), formatBytes(d.context), formatBytes(d.free)]),
+      ['id', 'name', 'total', 'CUDA context', '', 'free'],
+      list.map((d) => [d.id, d.name, formatBytes(d.total), formatBytes(d.context), d.contextSource ?? '', formatBytes(d.free)]),
     ),
   );
-  io.out('\nCUDA context: memory outside PyTorch (context, cuBLAS, kernels); the allocator gets the rest. sim:custom:SIZE has none.\n');
+  io.out(
+    '\nCUDA context: memory outside PyTorch (context, cuBLAS, kernels); the allocator gets the rest; measured on that card, or estimated (--json says how). sim:custom:SIZE has none.\n',
+  );
   if (!list.some((d) => d.kind === 'cuda')) io.out('\nNo CUDA GPU found: experiments run on a simulated device.\n');
   return 0;
 };

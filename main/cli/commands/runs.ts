@@ -3,6 +3,7 @@ import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { parse } from '../args';
 import { UsageError, type CliIO, type Command } from '../io';
 import { quote } from '../../contract/echo';
+import { formatReading } from '../../contract/readings';
 import { formatBytes, table } from '../format';
 import { defaultHome } from '../../paths';
 import { RunStore } from '../../store/store';
@@ -97,7 +98,7 @@ const runs: Command = async (args, io) => {
         ...specKeys.map((k) => [k, ...rows.map((r) => String(r.spec[k] ?? ''))]),
         ['peak allocated', ...rows.map((r) => formatBytes(r.peak_allocated))],
         ['peak reserved', ...rows.map((r) => formatBytes(r.peak_reserved))],
-        ...keys.map((k) => [k, ...rows.map((r) => (r.readings[k] === undefined ? '' : formatBytes(r.readings[k])))]),
+        ...keys.map((k) => [k, ...rows.map((r) => (r.readings[k] === undefined ? '' : formatReading(k, r.readings[k])))]),
       ];
       io.out(table(header, body));
       return 0;

@@ -55,6 +55,8 @@ export interface FamilyDescription<K extends string = string, F extends Fields =
   loraDefaultTargetsOf?(m: ArgsOf<F>): readonly string[];
   /** Whether finetune.dropout (LoRA dropout) applies. */
   loraDropout?: boolean;
+  /** LoRA adapters also in inference and generation (serving a fine-tune unmerged); applies.ts. */
+  loraServing?: boolean;
   /** The modes, checkpoint modes and KV caches the family supports, when fewer than all (hf). */
   modes?: readonly string[];
   checkpointModes?: readonly string[];

@@ -122,3 +122,4 @@ export * from './limits';
 export * from './spec_fields';
 export * from './finetune';
 export * from './parallel';
+export * from './applies';

@@ -153,7 +153,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
     if (!g.defined()) {
       if (r.numel() != 1) throw std::runtime_error("grad can be implicitly created only for scalar outputs");
-      CategoryScope cs(Category::Gradient);
+      CategoryScope cs(Category::ActivationGradient);  // d(loss)/d(loss): no parameter's gradient
       g = ones_like(r);
     } else if (g.sizes() != r.sizes()) {
       auto sz = [](const Shape& s) {
@@ -200,7 +200,9 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     ~GradRestore() { GradMode::set_enabled(v); }
   } restore{saved_grad_mode};
   GradMode::set_enabled(create_graph);
-  CategoryScope cat(Category::Gradient);
+  // What backward allocates is an activation's gradient until AccumulateGrad keeps it as a
+  // parameter's .grad (node.cpp files it under Gradient then).
+  CategoryScope cat(Category::ActivationGradient);
 
   std::vector<std::function<void()>> final_callbacks;
   struct CallbacksGuard {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "engine/core/context.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
 
@@ -199,7 +200,10 @@ TensorList AccumulateGrad::apply(TensorList& grads) {
   CategoryScope cs(Category::Gradient);
   if (!var_impl->grad) {
     if (!GradMode::is_enabled() && new_grad.use_count() <= 1 && obeys_layout_contract(new_grad, var)) {
-      // Steal the incoming buffer: no copy.
+      // Steal the incoming buffer: no copy. Backward made it as an activation gradient;
+      // from here it is the parameter's gradient.
+      if (new_grad.storage() && new_grad.storage()->ctx)
+        new_grad.storage()->ctx->recategorize(*new_grad.storage(), Category::Gradient);
       new_grad.impl()->grad_fn.reset();
       new_grad.impl()->requires_grad = false;
       var_impl->grad = new_grad.impl_ptr();

@@ -36,6 +36,8 @@ const char* category_name(Category c) {
       return "logits";
     case Category::KvCache:
       return "kv_cache";
+    case Category::ActivationGradient:
+      return "activation_gradients";
   }
   return "other";
 }

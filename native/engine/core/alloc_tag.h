@@ -10,7 +10,9 @@ namespace vramlab::engine {
 
 // Activations of transformer layers split by what made them (attention, MLP, norms,
 // logits and loss), since that is where users look first; the KV cache of generation
-// is its own category.
+// is its own category. Backward's buffers are activation gradients (the logits' and every
+// layer output's gradient) until AccumulateGrad makes one a parameter's .grad: only those
+// are Gradient. New categories go last: stored runs index MemorySample.by by position.
 enum class Category : uint8_t {
   Parameter,
   Gradient,
@@ -24,9 +26,10 @@ enum class Category : uint8_t {
   Mlp,
   Norm,
   Logits,
-  KvCache
+  KvCache,
+  ActivationGradient
 };
-constexpr int kNumCategories = 13;
+constexpr int kNumCategories = 14;
 const char* category_name(Category c);
 
 using TagId = uint32_t;  // 0 = untagged

@@ -47,6 +47,16 @@ void EngineContext::storage_freed(const Storage& s) {
   category_bytes_[size_t(tag_category(s.tag))] -= int64_t(s.block.size);
 }
 
+void EngineContext::recategorize(Storage& s, Category c) {
+  if (tag_category(s.tag) == c) return;
+  const TagInfo info = tag_info(s.tag);
+  if (s.block) {
+    category_bytes_[size_t(tag_category(s.tag))] -= int64_t(s.block.size);
+    category_bytes_[size_t(c)] += int64_t(s.block.size);
+  }
+  s.tag = intern_tag(c, intern_module_path(info.module_path), info.op.c_str());
+}
+
 void EngineContext::resize_storage(Storage& s, size_t nbytes) {
   if (nbytes == 0) {
     if (!s.block) return;
@@ -82,11 +92,13 @@ struct SmFacts {
   const char* name_part;
   int sms, threads, cc;  // cc: compute capability x 10
 };
-// SXM parts unless the name says PCIe; sm80/sm90: 2048 threads per SM, sm86/sm89: 1536, sm75: 1024.
+// SXM parts unless the name says PCIe; sm70/sm80/sm90: 2048 threads per SM, sm86/sm89: 1536, sm75: 1024.
+// "L40S" before "L4": the first entry the name contains wins.
 constexpr SmFacts kSmFacts[] = {
-    {"H100 PCIe", 114, 2048, 90}, {"H200", 132, 2048, 90},     {"H100", 132, 2048, 90},
-    {"H800", 132, 2048, 90},      {"A100", 108, 2048, 80},     {"A800", 108, 2048, 80},
-    {"L4", 58, 1536, 89},         {"RTX 4090", 128, 1536, 89}, {"T4", 40, 1024, 75},
+    {"H100 PCIe", 114, 2048, 90}, {"H200", 132, 2048, 90}, {"H100", 132, 2048, 90},    {"H800", 132, 2048, 90},
+    {"A100", 108, 2048, 80},      {"A800", 108, 2048, 80}, {"L40S", 142, 1536, 89},    {"L4", 58, 1536, 89},
+    {"RTX 4090", 128, 1536, 89},  {"T4", 40, 1024, 75},    {"RTX 3090", 82, 1536, 86}, {"A10G", 80, 1536, 86},
+    {"A6000", 84, 1536, 86},      {"V100", 80, 2048, 70},
 };
 const SmFacts* sm_facts(const std::string& name) {
   for (const auto& f : kSmFacts)

@@ -49,6 +49,9 @@ class EngineContext {
 
   std::shared_ptr<Storage> allocate_storage(size_t nbytes, TagId tag);
   void storage_freed(const Storage& s);
+  // Files a live storage under another category (its bytes move with it; totals do not
+  // change): a backward buffer AccumulateGrad keeps as a parameter's .grad.
+  void recategorize(Storage& s, Category c);
   // storage.resize_(nbytes) from or to 0, as FSDP frees and re-allocates an unsharded
   // parameter in place: 0 gives the block back, otherwise a new block of nbytes is taken
   // (on the memory's current stream) for a storage that has none.

@@ -34,6 +34,7 @@ export const CATEGORY_COLORS: Readonly<Record<Category, string>> = {
   norms: '#eab308',
   logits: '#f97316',
   kv_cache: '#0ea5e9',
+  activation_gradients: '#b45309',
 };
 
 export function chartColors(el: Element = document.documentElement): ChartColors {

@@ -23,7 +23,7 @@ export function finetuneLessons(): Lesson[] {
           },
         },
         {
-          text: "LoRA, rank 8 on the attention's fused qkv projection: 786,432 trainable parameters. Adam's state is 6 MiB, the weight gradients are gone, and the optimizer step costs almost nothing. The peak, about 5.6 GiB, is now in forward/backward: activations still flow through every frozen layer, because the adapters' gradients need them.",
+          text: "LoRA, rank 8 on the attention's fused qkv projection: 786,432 trainable parameters. Adam's state is 6 MiB, the weight gradients are gone (the parameter gradients band holds only the adapters'; the activation gradients band is backward passing through the frozen layers), and the optimizer step costs almost nothing. The peak, about 5.6 GiB, is now in forward/backward: activations still flow through every frozen layer, because the adapters' gradients need them.",
           action: {
             kind: 'experiment',
             spec: {

@@ -25,7 +25,7 @@ export function transformerLessons(): Lesson[] {
           },
         },
         {
-          text: "Look at the gradients band at the peak: about 1.5 GiB, three times the weights. It is mostly not the weights' gradients but the gradient of the logits, batch x seq x vocab in fp32. Cut the vocabulary to 8192: that gradient drops to 256 MiB, the logits band to about 150 MiB, and the peak by about 2.3 GiB, with the same blocks.",
+          text: 'Look at the activation gradients band at the peak: about 1.5 GiB, three times the weights, while the parameter gradients band is still empty (the peak comes as backward starts). It is the gradient of the logits, batch x seq x vocab in fp32. Cut the vocabulary to 8192: that gradient drops to 256 MiB, the logits band to about 150 MiB, and the peak by about 2.3 GiB, with the same blocks.',
           action: {
             kind: 'experiment',
             spec: { model: { ...GPT2, vocab: 8192 }, batch: 8, precision: 'bf16', optimizer: 'adam', device: H100, history: true },

@@ -10,6 +10,7 @@ const LABELS: Partial<Record<Category, string>> = {
   mlp: 'MLP',
   logits: 'logits / loss',
   kv_cache: 'KV cache',
+  gradients: 'parameter gradients',
 };
 export const categoryLabel = (c: Category): string => LABELS[c] ?? c.replace('_', ' ');
 

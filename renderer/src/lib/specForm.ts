@@ -14,8 +14,10 @@ import {
   familyOf,
   fieldNames,
   fillFields,
+  finetuneMethodsFor,
   loraAlphaDefault,
   loraDefaultTargetsOf,
+  modeReads,
   optimizerOf,
   type Field,
   type FinetuneMethod,
@@ -311,10 +313,15 @@ export function formToSpec(f: FormState): FormResult {
   const model: Record<string, unknown> = { kind: fam.kind };
   for (const [k, field] of Object.entries(fam.fields)) model[k] = parse(k, field, f[k]);
   if (fam.nested) Object.assign(model, nestedInput(f));
+  // Only what the mode reads is read off the form and sent (catalogue/applies.ts): a hidden
+  // field's text neither blocks the spec nor leaks into it.
+  const mode = String(f.mode);
+  const reads = (key: string) => modeReads(mode, key);
   const opt = optimizerOf(f.optimizer)!;
   const optimizer: Record<string, unknown> = { kind: opt.kind };
-  for (const [k, field] of Object.entries(opt.fields)) optimizer[k] = parse(`optimizer_${k}`, field, f.optimizerArgs[k] ?? field.default);
-  const top = Object.fromEntries(FORM_SPEC_FIELDS.map((k) => [k, parse(k, SPEC_FIELDS[k], f[k])]));
+  if (reads('optimizer'))
+    for (const [k, field] of Object.entries(opt.fields)) optimizer[k] = parse(`optimizer_${k}`, field, f.optimizerArgs[k] ?? field.default);
+  const top = Object.fromEntries(FORM_SPEC_FIELDS.filter(reads).map((k) => [k, parse(k, SPEC_FIELDS[k], f[k])]));
 
   if (f.maxSplitMb.trim()) {
     if (!INT.test(f.maxSplitMb)) errors.maxSplitMb = `"${f.maxSplitMb}" is not a whole number of MiB`;
@@ -337,27 +344,23 @@ export function formToSpec(f: FormState): FormResult {
     else capacity = bytes;
   }
 
-  const spec: Record<string, unknown> = {
-    model,
-    batch: top.batch,
-    iterations: top.iterations,
-    accum: top.accum,
-    checkpoint:
+  const spec: Record<string, unknown> = { model, batch: top.batch };
+  if (reads('iterations')) spec.iterations = top.iterations;
+  if (reads('accum')) spec.accum = top.accum;
+  if (reads('checkpoint'))
+    spec.checkpoint =
       f.checkpoint === 'every'
         ? { every: parse('every', { type: 'int', min: 1, max: 1, default: 1, label: '', meaning: '' }, f.every) ?? 1 }
-        : f.checkpoint,
-    precision: top.precision,
-    weights: top.weights,
-    // Just the kind while every argument is at its default, as people write it.
-    optimizer: Object.entries(opt.fields).every(([k, field]) => optimizer[k] === field.default) ? opt.kind : optimizer,
-    mode: top.mode,
-    loss: top.loss,
-    alloc_conf: allocConf(f),
-    device: f.device,
-    capacity,
-    history: f.history,
-  };
-  if (fam.transformer && f.finetune !== 'full') {
+        : f.checkpoint;
+  spec.precision = top.precision;
+  spec.weights = top.weights;
+  // Just the kind while every argument is at its default, as people write it.
+  if (reads('optimizer'))
+    spec.optimizer = Object.entries(opt.fields).every(([k, field]) => optimizer[k] === field.default) ? opt.kind : optimizer;
+  spec.mode = top.mode;
+  if (reads('loss')) spec.loss = top.loss;
+  Object.assign(spec, { alloc_conf: allocConf(f), device: f.device, capacity, history: f.history });
+  if (f.finetune !== 'full' && finetuneMethodsFor(mode, fam).includes(f.finetune)) {
     if (f.finetune === 'freeze') spec.finetune = { method: 'freeze', blocks: parse('blocks', FINETUNE_FIELDS.blocks, f.blocks) };
     else {
       const lora: Record<string, unknown> = { method: 'lora', rank: parse('rank', FINETUNE_FIELDS.rank, f.rank), targets: f.targets };
@@ -365,8 +368,8 @@ export function formToSpec(f: FormState): FormResult {
       spec.finetune = lora;
     }
   }
-  if (top.mode === 'train') spec.empty_cache_every = top.empty_cache_every;
-  if (fam.transformer && top.mode === 'train' && f.vary) {
+  if (reads('empty_cache_every')) spec.empty_cache_every = top.empty_cache_every;
+  if (fam.transformer && reads('shapes') && f.vary) {
     const d = Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, name]) => [name, parse(k, SHAPE_DRAW_FIELDS[name], f[k])]));
     spec.shapes = {
       batch: top.batch,
@@ -378,8 +381,8 @@ export function formToSpec(f: FormState): FormResult {
     };
     delete spec.iterations; // one iteration per drawn step
   }
-  // Data parallel applies to training only: other modes send none.
-  if (top.mode === 'train' && f.parallelKind !== 'none') {
+  // Data parallel applies to training only (applies.ts): other modes send none.
+  if (reads('parallel') && f.parallelKind !== 'none') {
     const par: Record<string, unknown> = { kind: f.parallelKind };
     for (const [k, field] of Object.entries(parallelFieldsOf(f.parallelKind))) {
       const v = parse(parallelKey(k), field, f[parallelKey(k)]);
@@ -387,11 +390,7 @@ export function formToSpec(f: FormState): FormResult {
     }
     spec.parallel = par;
   }
-  if (top.mode === 'generate') {
-    spec.prompt = top.prompt;
-    spec.new_tokens = top.new_tokens;
-    spec.cache = top.cache;
-  }
+  for (const k of ['prompt', 'new_tokens', 'cache'] as const) if (reads(k)) spec[k] = top[k];
   // Let the contract judge ranges and cross-field rules; keep the first reason per field.
   const checked = checkSpec(spec);
   if (!checked.ok) {

@@ -102,6 +102,8 @@ export const hf = defineFamily({
   loraTargetsOf: (m) => hfLoraTargets(configOf(m)),
   loraDefaultTargetsOf: (m) => archByModelType(configOf(m).model_type as string)?.loraDefaultTargets ?? ['q_proj', 'v_proj'],
   loraDropout: true,
+  // PEFT's PeftModel.generate runs the base with its adapters unmerged.
+  loraServing: true,
   modes: ['train', 'generate'],
   checkpointModes: ['none', 'block'],
   caches: ['dynamic'],
