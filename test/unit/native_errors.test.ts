@@ -22,7 +22,7 @@ const CALLS: Record<string, string> = {
   'replay with plain arrays': `a.replayAllocator([0], [1], [0], [0], {})`,
   'replay with no arguments': `a.replayAllocator()`,
   'runExperiment with an unknown model': `a.runExperiment({ ...spec, model: { kind: 'transformer' } })`,
-  'runExperiment with a zero batch': `a.runExperiment({ ...spec, batch: 0 })`,
+  'runExperiment with an unknown precision word': `a.runExperiment({ ...spec, precision: 'fp8' })`,
   'runExperiment on an unknown device': `a.runExperiment({ ...spec, device: 'sim:nope' })`,
   'runExperiment with a field missing': `{ const { weights, ...rest } = spec; a.runExperiment(rest); }`,
   'runExperiment with no object': `a.runExperiment(42)`,
