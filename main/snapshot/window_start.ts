@@ -15,6 +15,7 @@
 // only be part of the block; a longer tail is taken to be a separate free block.
 import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { Frames, Snapshot, SnapshotAllocatorSettings, TraceEvent } from './model';
+import { eventReader } from './compact_trace';
 import { OrderedMap } from './ordered_map';
 
 const { minBlockSize: MIN_BLOCK, smallSize: SMALL_SIZE, smallBuffer: SMALL_SEGMENT, largeBuffer: LARGE_BUFFER } = ALLOCATOR_CONSTANTS;
@@ -183,9 +184,10 @@ function* walkSteps(s: Snapshot, device: number): Generator<void, WindowStart> {
   };
 
   const events = s.deviceTraces[device] ?? [];
+  const at = eventReader(events);
   for (let i = events.length - 1; i >= 0; i--) {
     if (i % WALK_SLICE === 0) yield;
-    const e = events[i];
+    const e = at(i);
     switch (e.action) {
       case 'alloc': {
         const g = w.segAt(e.addr);
