@@ -3,6 +3,7 @@
 // then dropped from the reader: events live only in typed arrays (compact_trace.ts), so a
 // 5-million-event snapshot opens in a few hundred MB instead of the many GB its decoded
 // dicts would take. The pickle reader stays the judge of what is valid (ReadHooks).
+import { statSync } from 'node:fs';
 import { addressedActionCode, CompactTraceBuilder } from './compact_trace';
 import { Converter, event, snapshotFromPickle, type AddressReader, type StreamedTraces } from './from_pickle';
 import type { Frames, Snapshot } from './model';
@@ -24,11 +25,15 @@ export interface LoadProgress {
   total: number;
   /** Trace events converted so far. */
   events: number;
+  /** Of those, the events the reader decoded straight from their bytes (trace_fast.ts). */
+  fast: number;
 }
 
 export interface LoadOptions extends ReadOptions {
-  /** Called as the read advances (about every 1% of the input). */
+  /** Called as the read advances (about every 1% of the input), and once when it is done. */
   onProgress?: (p: LoadProgress) => void;
+  /** Default true. false: every event through decoded dicts (the general path; for comparison). */
+  fastEvents?: boolean;
 }
 
 const isEventDict = (v: PickleValue): boolean => v instanceof Map && typeof v.get('action') === 'string';
@@ -87,7 +92,8 @@ function sinkFor(b: CompactTraceBuilder, stacks: Stacks, counted: () => void): T
   };
 }
 
-function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void) {
+function streamingHooks(conv: Converter, options: LoadOptions) {
+  const onProgress = options.onProgress;
   const builders = new Map<PickleValue[], CompactTraceBuilder>();
   const sinks = new Map<PickleValue[], TraceSink>();
   /** Memo index of each container read, until its event is converted (then dropped). */
@@ -95,8 +101,10 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
   /** One small placeholder per distinct stack, left in the memo for later events that reuse it. */
   const stacks = new Stacks(conv);
   let events = 0;
+  let fast = 0;
   const counted = () => {
     events++;
+    fast++;
   };
   let nextReport = 0;
   // Addresses stay whole until the base is known (compact_trace.ts): the checked path hands
@@ -145,11 +153,12 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
       events += items.length;
       if (onProgress && ctx.offset >= nextReport) {
         nextReport = ctx.offset + Math.max(1 << 20, Math.floor(ctx.length / 100));
-        onProgress({ bytes: ctx.offset, total: ctx.length, events });
+        onProgress({ bytes: ctx.offset, total: ctx.length, events, fast });
       }
       return [];
     },
     traceSink(list) {
+      if (options.fastEvents === false) return undefined;
       let sink = sinks.get(list);
       const b = builders.get(list);
       if (!sink && b) {
@@ -160,30 +169,33 @@ function streamingHooks(conv: Converter, onProgress?: (p: LoadProgress) => void)
     },
   };
   const traces = (): StreamedTraces => builders;
-  return { hooks, traces, events: () => events };
+  /** The last report: the whole input read, every event counted. */
+  const done = (total: number) => onProgress?.({ bytes: total, total, events, fast });
+  return { hooks, traces, done };
 }
 
-function load(read: (o: ReadOptions) => PickleValue, options: LoadOptions): Snapshot {
+function load(read: (o: ReadOptions) => PickleValue, total: number, options: LoadOptions): Snapshot {
   const conv = new Converter();
-  const s = streamingHooks(conv, options.onProgress);
+  const s = streamingHooks(conv, options);
   // One read, whatever the addresses: the base for those above 2^53 is applied afterwards.
   const root = read({ ...options, hooks: s.hooks });
+  s.done(total);
   return snapshotFromPickle(root, s.traces(), conv);
 }
 
 export function streamSnapshotFile(path: string, options: LoadOptions = {}): Snapshot {
-  const s = load((o) => readPickleFile(path, o), options);
-  return s;
+  return load((o) => readPickleFile(path, o), statSync(path).size, options);
 }
 
 export function streamSnapshotBuffer(data: Uint8Array, options: LoadOptions = {}): Snapshot {
-  return load((o) => readPickle(data, o), options);
+  return load((o) => readPickle(data, o), data.byteLength, options);
 }
 
 /** The same, yielding to the event loop between slices of the read (serve's uploads). */
 export async function streamSnapshotBufferSliced(data: Uint8Array, options: LoadOptions & SliceOptions = {}): Promise<Snapshot> {
   const conv = new Converter();
-  const s = streamingHooks(conv, options.onProgress);
+  const s = streamingHooks(conv, options);
   const root = await readPickleSliced(data, { ...options, hooks: s.hooks });
+  s.done(data.byteLength);
   return snapshotFromPickle(root, s.traces(), conv);
 }
