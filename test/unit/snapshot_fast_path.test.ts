@@ -74,17 +74,17 @@ function expectSameViews(a: Snapshot, b: Snapshot): void {
 
 describe('trace events through the fast path', () => {
   it.skipIf(!existsSync(ADDON) || !hasNativeReplay())(
-    'a generated 8,000-event snapshot: the same trace, statistics, timeline, start state and replay as the general path',
+    'a generated 4,000-event snapshot: the same trace, statistics, timeline, start state and replay as the general path',
     () => {
       const file = path.join(dir, 'gen.pickle');
-      const g = spawnSync(process.execPath, [path.join(ROOT, 'bench/snapshot/gen_snapshot.mjs'), '--events', '8000', '--out', file], {
+      const g = spawnSync(process.execPath, [path.join(ROOT, 'bench/snapshot/gen_snapshot.mjs'), '--events', '4000', '--out', file], {
         encoding: 'utf8',
         env: { ...process.env, VRAMLAB_ADDON: ADDON },
       });
       expect(g.status, g.stderr).toBe(0);
       const { fast, general, last } = both(file);
       // Nearly every event took the fast path (the first batch of 1000 goes the general way).
-      expect(last.fast).toBeGreaterThan(0.9 * last.events);
+      expect(last.fast).toBeGreaterThan(0.7 * last.events);
       expectSameViews(fast, general);
       // The generated events carry PyTorch 2.11's compile_context and user_metadata.
       expect(fast.deviceTraces[0][5000]).toMatchObject({ compileContext: 'N/A', userMetadata: '' });

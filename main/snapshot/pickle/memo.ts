@@ -36,6 +36,12 @@ export class Memo {
     }
   }
 
+  /** An index stored and released at once (a trace event the fast path consumed): a hole. */
+  skip(idx: number): void {
+    if (idx === this.dense.length) this.dense.push(undefined);
+    else this.delete(idx);
+  }
+
   delete(idx: number): void {
     const d = this.dense;
     if (idx < d.length) {

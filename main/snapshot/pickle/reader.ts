@@ -19,7 +19,7 @@ import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
 import { Memo } from './memo';
-import { TraceFastPath, type FastState, type TraceSink } from './trace_fast';
+import { LOOKAHEAD, TraceFastPath, type FastState, type TraceSink } from './trace_fast';
 import { normaliseInt, PySet, PyTuple, type PickleKey, type PickleValue, type PyDict } from './values';
 
 export interface ReadLimits {
@@ -375,7 +375,18 @@ class Reader implements FastState {
       for (let k = mark; k < this.stack.length; k++) if (!(this.stack[k] instanceof Map)) return 0;
       this.appendItems(list, this.stack.splice(mark));
     }
-    return this.hook(() => this.fast!.tryEvent(sink));
+    const src = this.src;
+    const avail = src.end - src.i;
+    if (avail < LOOKAHEAD) {
+      const left = src.length - (src.base + src.i);
+      if (left > avail) src.ensure(Math.min(left, LOOKAHEAD));
+    }
+    // As hook(), without a closure per event: what the sink throws is the caller's.
+    try {
+      return this.fast!.tryEvent(sink);
+    } catch (err) {
+      throw new HookFailure(err);
+    }
   }
 
   // ---- errors -------------------------------------------------------------------------

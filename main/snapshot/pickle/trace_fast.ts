@@ -95,8 +95,8 @@ const growU32 = (a: Uint32Array): Uint32Array => {
 };
 /** Stack lists remembered by their bytes; past this many distinct ones the cache starts again. */
 const MAX_STACKS = 50_000;
-/** Bytes of input kept in the window ahead of an event (a longer event goes the general way). */
-const LOOKAHEAD = 1 << 16;
+/** Bytes of input the reader keeps in the window ahead of an event (a longer one goes the general way). */
+export const LOOKAHEAD = 1 << 16;
 
 export class TraceFastPath {
   // What memo indices hold, valid while the memo epoch is unchanged.
@@ -119,9 +119,13 @@ export class TraceFastPath {
   private num = 0;
   private text = '';
   private textNew = false;
-  /** Memo puts of this event: [index, value kind] (0 the dict, 1 a text, 2 the stack list). */
-  private puts: number[] = [];
-  private putTexts: string[] = [];
+  /** Memo puts of this event: index and value kind (0 the dict, 1 a text, 2 the stack list);
+   * at most four (dict, two texts, list). Fixed arrays: emptying an array per event freed
+   * and reallocated its store every time. */
+  private putIdx = new Float64Array(4);
+  private putKind = new Uint8Array(4);
+  private putTexts: string[] = ['', '', '', ''];
+  private nPuts = 0;
   private newTextBytes = 0;
   private listStart = -1;
   private listEnd = -1;
@@ -140,8 +144,9 @@ export class TraceFastPath {
   ) {}
 
   /**
-   * Decodes the event dict at the read position into `sink`. Returns the opcodes it stood
-   * for (> 0), or 0 when it took nothing.
+   * Decodes the event dict at the read position into `sink` (from the bytes in the window:
+   * the reader makes LOOKAHEAD of them available first). Returns the opcodes it stood for
+   * (> 0), or 0 when it took nothing. Throws only what the sink throws.
    */
   tryEvent(sink: TraceSink): number {
     const r = this.r;
@@ -152,17 +157,11 @@ export class TraceFastPath {
       this.stacks.clear();
       this.epoch = r.memoEpoch;
     }
-    const avail = src.end - src.i;
-    if (avail < LOOKAHEAD) {
-      const left = src.length - (src.base + src.i);
-      if (left > avail) src.ensure(Math.min(left, LOOKAHEAD));
-    }
     this.lim = r.frameEnd >= 0 ? Math.min(src.end, r.frameEnd - src.base) : src.end;
     this.p = src.i;
     this.ops = 0;
     this.memoNext = r.memoCount;
-    this.puts.length = 0;
-    this.putTexts.length = 0;
+    this.nPuts = 0;
     this.newTextBytes = 0;
     this.listStart = this.listEnd = this.listMemo = -1;
     this.listItems = this.maxGroup = 0;
@@ -267,10 +266,13 @@ export class TraceFastPath {
     } else return true; // not memoized
     // Only a new index at the end of the memo: anything else rebinds or skips (the general path).
     if (idx !== this.memoNext || idx < this.r.memoHigh) return false;
+    if (this.nPuts === 4) return false;
     this.memoNext++;
     this.ops++;
-    this.puts.push(idx, kind);
-    if (kind === 1) this.putTexts.push(this.text);
+    this.putIdx[this.nPuts] = idx;
+    this.putKind[this.nPuts] = kind;
+    if (kind === 1) this.putTexts[this.nPuts] = this.text;
+    this.nPuts++;
     if (kind === 2) this.listMemo = idx;
     return true;
   }
@@ -452,21 +454,22 @@ export class TraceFastPath {
     let n = 0;
     let h = 0x811c9dc5;
     const lim = this.lim;
+    const memoCount = r.memoCount;
+    let idxs = this.idxs;
     let p = this.p;
     for (;;) {
       if (p >= lim) return false;
       const g = buf[p];
       if (g === Op.MARK) {
         p++;
-        let k = 0;
+        const first = n;
         for (;;) {
           if (p >= lim) return false;
           const o = buf[p];
           let idx: number;
           if (o === Op.LONG_BINGET) {
             if (p + 5 > lim) return false;
-            idx = buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24);
-            idx >>>= 0;
+            idx = (buf[p + 1] | (buf[p + 2] << 8) | (buf[p + 3] << 16) | (buf[p + 4] << 24)) >>> 0;
             p += 5;
           } else if (o === Op.BINGET) {
             if (p + 2 > lim) return false;
@@ -476,26 +479,24 @@ export class TraceFastPath {
             p++;
             break;
           } else return false;
-          if (idx >= r.memoCount) return false;
-          if (n === this.idxs.length) this.idxs = growU32(this.idxs);
-          this.idxs[n++] = idx;
+          if (idx >= memoCount) return false;
+          if (n === idxs.length) idxs = this.idxs = growU32(idxs);
+          idxs[n++] = idx;
           h = Math.imul(h ^ idx, 0x01000193);
-          k++;
         }
+        const k = n - first;
         this.ops += k + 2;
         if (k > this.maxGroup) this.maxGroup = k;
       } else if (g === Op.BINGET || g === Op.LONG_BINGET) {
         const long = g === Op.LONG_BINGET;
         const q = p + (long ? 5 : 2);
         // A GET not followed by APPEND is the next key: the list has ended.
-        if (q >= lim || buf[q] !== Op.APPEND) {
-          if (q >= lim) return false;
-          break;
-        }
+        if (q >= lim) return false;
+        if (buf[q] !== Op.APPEND) break;
         const idx = long ? buf.readUInt32LE(p + 1) : buf[p + 1];
-        if (idx >= r.memoCount) return false;
-        if (n === this.idxs.length) this.idxs = growU32(this.idxs);
-        this.idxs[n++] = idx;
+        if (idx >= memoCount) return false;
+        if (n === idxs.length) idxs = this.idxs = growU32(idxs);
+        idxs[n++] = idx;
         h = Math.imul(h ^ idx, 0x01000193);
         p = q + 1;
         this.ops += 2;
@@ -504,7 +505,7 @@ export class TraceFastPath {
     }
     this.p = p;
     this.listItems = n;
-    this.listHash = (h ^ n) >>> 0;
+    this.listHash = (h ^ n) & 0x3fffffff; // a small integer: a cheap Map key
     this.listEnd = p;
     return true;
   }
@@ -552,7 +553,7 @@ export class TraceFastPath {
     const c = this.costs;
     const hasList = this.listStart >= 0;
     if (r.containers + (hasList ? 2 : 1) > r.limits.maxContainers) return false;
-    const newEntries = this.puts.length / 2;
+    const newEntries = this.nPuts;
     if (r.memo.size + newEntries > r.limits.maxMemo) return false;
     // The general path's deepest stack: the dict, 7 keys and values, the list, one group of items.
     if (r.stack.length + 17 + this.maxGroup > r.limits.maxStack) return false;
@@ -572,14 +573,14 @@ export class TraceFastPath {
     const r = this.r;
     r.src.i = this.p;
     r.containers += this.listStart >= 0 ? 2 : 1;
-    let t = 0;
-    for (let k = 0; k < this.puts.length; k += 2) {
-      const idx = this.puts[k];
-      const kind = this.puts[k + 1];
+    for (let k = 0; k < this.nPuts; k++) {
+      const kind = this.putKind[k];
       // The dict was consumed (its entry released); the stack list leaves its stand-in.
-      if (kind === 0) continue;
-      r.memo.set(idx, kind === 1 ? this.putTexts[t++] : this.stackRef!.stand);
-      r.heapBytes += this.costs.memoEntry;
+      if (kind === 0) r.memo.skip(this.putIdx[k]);
+      else {
+        r.memo.set(this.putIdx[k], kind === 1 ? this.putTexts[k] : this.stackRef!.stand);
+        r.heapBytes += this.costs.memoEntry;
+      }
     }
     r.heapBytes += this.newTextBytes;
     r.memoCount = this.memoNext;
