@@ -335,7 +335,7 @@ class Reader implements FastState {
       }
       const op = src.buf[src.i];
       if (op === Op.EMPTY_DICT && this.fast !== null) {
-        const took = this.traceEvent();
+        const took = this.traceEvent(maxOps - n);
         if (took > 0) {
           n += took - 1;
           continue;
@@ -349,11 +349,12 @@ class Reader implements FastState {
   }
 
   /**
-   * A dict right after the MARK of a batch appended to a trace list: the fast path decodes
-   * it straight into the trace (trace_fast.ts). Only while nothing else is pending in the
-   * batch, so events keep their order. Returns the opcodes it took (0: none).
+   * Dicts right after the MARK of a batch appended to a trace list: the fast path decodes
+   * them straight into the trace (trace_fast.ts), one after another while they have its
+   * shape and `budget` opcodes last. Events read before in the batch are handed over
+   * first, so events keep their order. Returns the opcodes taken (0: none).
    */
-  private traceEvent(): number {
+  private traceEvent(budget: number): number {
     const marks = this.marks;
     if (!marks.length) return 0;
     const mark = marks[marks.length - 1];
@@ -375,18 +376,30 @@ class Reader implements FastState {
       for (let k = mark; k < this.stack.length; k++) if (!(this.stack[k] instanceof Map)) return 0;
       this.appendItems(list, this.stack.splice(mark));
     }
+    // The events that follow in the batch, while they keep the shape and the slice has room.
     const src = this.src;
-    const avail = src.end - src.i;
-    if (avail < LOOKAHEAD) {
-      const left = src.length - (src.base + src.i);
-      if (left > avail) src.ensure(Math.min(left, LOOKAHEAD));
+    const fast = this.fast!;
+    let took = 0;
+    while (took < budget) {
+      const avail = src.end - src.i;
+      if (avail < LOOKAHEAD) {
+        const left = src.length - (src.base + src.i);
+        if (left > avail) src.ensure(Math.min(left, LOOKAHEAD));
+      }
+      this.at = src.base + src.i;
+      if (this.frameEnd >= 0 && this.at >= this.frameEnd) break; // the loop ends the frame
+      if (src.i >= src.end || src.buf[src.i] !== Op.EMPTY_DICT) break;
+      let ops: number;
+      // As hook(), without a closure per event: what the sink throws is the caller's.
+      try {
+        ops = fast.tryEvent(sink);
+      } catch (err) {
+        throw new HookFailure(err);
+      }
+      if (ops === 0) break;
+      took += ops;
     }
-    // As hook(), without a closure per event: what the sink throws is the caller's.
-    try {
-      return this.fast!.tryEvent(sink);
-    } catch (err) {
-      throw new HookFailure(err);
-    }
+    return took;
   }
 
   // ---- errors -------------------------------------------------------------------------
