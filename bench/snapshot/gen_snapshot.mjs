@@ -4,7 +4,8 @@
 // optimizer steps) driven through vramlab's own caching allocator, so its addresses,
 // segments and final state are self-consistent. The pickle is written as CPython writes
 // PyTorch's: memoized strings and frame dicts, a new stack list per allocation that its
-// free events refer back to, lists and dicts in batches of 1000, no FRAME opcodes.
+// free events refer back to, lists and dicts in batches of 1000, no FRAME opcodes, and
+// the compile_context ('N/A', a new string each time) and user_metadata of PyTorch 2.11.
 // Needs the native addon (build/Release/vramlab.node). Memory stays bounded: events are
 // written as the allocator's history is drained.
 import { closeSync, openSync, renameSync, writeSync } from 'node:fs';
@@ -83,6 +84,16 @@ class PickleOut {
     b.copy(this.buf, this.n);
     this.n += b.length;
     this.strings.set(s, this.memoize());
+  }
+  /** A str written out again (not memoized by content): PyTorch makes a new one per event. */
+  freshStr(s) {
+    const b = Buffer.from(s, 'utf8');
+    this.room(b.length + 3);
+    this.buf[this.n++] = 0x8c; // SHORT_BINUNICODE
+    this.buf[this.n++] = b.length;
+    b.copy(this.buf, this.n);
+    this.n += b.length;
+    this.memoize();
   }
   int(v) {
     this.room(12);
@@ -235,6 +246,9 @@ function main() {
       ['size', () => w.int(size)],
       ['stream', () => w.int(0)],
       ['time_us', () => w.int(t0)],
+      // PyTorch 2.11 writes both on every event: a fresh 'N/A' string, the one '' string.
+      ['compile_context', () => w.freshStr('N/A')],
+      ['user_metadata', () => w.str('')],
       [
         'frames',
         () => {

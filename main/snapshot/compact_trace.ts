@@ -40,46 +40,99 @@ export class CompactTraceBuilder {
   private readonly streamIndex = new Map<number, number>();
   private readonly stacks: Frames[] = [];
   private readonly stackIndex = new Map<Frames, number>();
-  /** Rare fields, by event index. */
+  // One-entry caches: consecutive events mostly share a stream and often a stack.
+  private lastStream = NaN;
+  private lastStreamIdx = 0;
+  private lastFrames: Frames | null = null;
+  private lastFramesIdx = 0;
+  /** compile_context and user_metadata per event: 1 + an index in texts, 0 when absent. */
+  private compileContext: Uint32Array | null = null;
+  private userMetadata: Uint32Array | null = null;
+  private readonly texts: string[] = [];
+  private readonly textIndex = new Map<string, number>();
+  private lastText: string | null = null;
+  private lastTextIdx = 0;
+  /** oom events' device_free, by event index (rare). */
   private readonly deviceFree = new Map<number, number>();
-  private readonly extra = new Map<number, { compileContext?: string; userMetadata?: string }>();
 
   /** `address` is the event's whole address (0 to 2^64 - 1); e.addr is not read. */
   push(e: TraceEvent, address: number | bigint): void {
+    const code = ACTION_CODE.get(e.action)!;
+    let hi = 0;
+    let lo = 0;
+    if (noAddress(code)) {
+      // oom and snapshot events have no address.
+    } else if (typeof address === 'bigint') {
+      hi = Number(address >> 32n);
+      lo = Number(address & 0xffffffffn);
+    } else {
+      hi = Math.floor(address / WORD);
+      lo = address % WORD;
+    }
+    const i = this.pushRaw(code, hi, lo, e.size, e.timeUs, e.stream, e.frames, e.compileContext, e.userMetadata);
+    if (e.deviceFree !== undefined) this.deviceFree.set(i, e.deviceFree);
+  }
+
+  /**
+   * One event from its fields (the reader's fast path decodes straight into this): `code`
+   * an index in TRACE_ACTIONS, the address as two 32-bit words. Returns its index.
+   */
+  pushRaw(
+    code: number,
+    hi: number,
+    lo: number,
+    size: number,
+    time: number,
+    stream: number,
+    frames: Frames,
+    compileContext: string | undefined,
+    userMetadata: string | undefined,
+  ): number {
     if (this.length === this.action.length) this.grow();
     const i = this.length++;
-    const code = ACTION_CODE.get(e.action)!;
     this.action[i] = code;
-    if (noAddress(code)) address = 0;
-    if (typeof address === 'bigint') {
-      this.addrHi[i] = Number(address >> 32n);
-      this.addrLo[i] = Number(address & 0xffffffffn);
-    } else {
-      this.addrHi[i] = Math.floor(address / WORD);
-      this.addrLo[i] = address % WORD;
-    }
-    this.size[i] = e.size;
-    this.time[i] = e.timeUs;
-    let st = this.streamIndex.get(e.stream);
+    this.addrHi[i] = hi;
+    this.addrLo[i] = lo;
+    this.size[i] = size;
+    this.time[i] = time;
+    let st = stream === this.lastStream ? this.lastStreamIdx : this.streamIndex.get(stream);
     if (st === undefined) {
       // A RangeError: the reader reports it as a limit, with the offset.
       if (this.streams.length >= 0xffff) throw new RangeError('a trace with more than 65535 distinct streams is not supported');
       st = this.streams.length;
-      this.streams.push(e.stream);
-      this.streamIndex.set(e.stream, st);
+      this.streams.push(stream);
+      this.streamIndex.set(stream, st);
     }
+    this.lastStream = stream;
+    this.lastStreamIdx = st;
     this.stream[i] = st;
-    let f = this.stackIndex.get(e.frames);
+    let f = frames === this.lastFrames ? this.lastFramesIdx : this.stackIndex.get(frames);
     if (f === undefined) {
       f = this.stacks.length;
-      this.stacks.push(e.frames);
-      this.stackIndex.set(e.frames, f);
+      this.stacks.push(frames);
+      this.stackIndex.set(frames, f);
     }
+    this.lastFrames = frames;
+    this.lastFramesIdx = f;
     this.frames[i] = f;
-    if (e.deviceFree !== undefined) this.deviceFree.set(i, e.deviceFree);
-    if (e.compileContext !== undefined || e.userMetadata !== undefined) {
-      this.extra.set(i, { compileContext: e.compileContext, userMetadata: e.userMetadata });
+    // PyTorch 2.11 writes both on every event ('N/A' and ''): interned, 4 bytes an event each.
+    if (compileContext !== undefined) (this.compileContext ??= new Uint32Array(this.action.length))[i] = this.text(compileContext);
+    if (userMetadata !== undefined) (this.userMetadata ??= new Uint32Array(this.action.length))[i] = this.text(userMetadata);
+    return i;
+  }
+
+  /** 1 + the index of s in texts (0 stands for "absent"). */
+  private text(s: string): number {
+    if (s === this.lastText) return this.lastTextIdx;
+    let k = this.textIndex.get(s);
+    if (k === undefined) {
+      this.texts.push(s);
+      k = this.texts.length;
+      this.textIndex.set(s, k);
     }
+    this.lastText = s;
+    this.lastTextIdx = k;
+    return k;
   }
 
   private grow(): void {
@@ -97,6 +150,8 @@ export class CompactTraceBuilder {
     this.time = g(this.time, (k) => new Float64Array(k));
     this.stream = g(this.stream, (k) => new Uint16Array(k));
     this.frames = g(this.frames, (k) => new Uint32Array(k));
+    if (this.compileContext) this.compileContext = g(this.compileContext, (k) => new Uint32Array(k));
+    if (this.userMetadata) this.userMetadata = g(this.userMetadata, (k) => new Uint32Array(k));
   }
 
   /** The lowest address and whether any is above 2^53 (one pass over the arrays). */
@@ -149,7 +204,9 @@ export class CompactTraceBuilder {
       streams: this.streams,
       stacks: this.stacks,
       deviceFree: this.deviceFree,
-      extra: this.extra,
+      compileContext: this.compileContext?.subarray(0, n) ?? null,
+      userMetadata: this.userMetadata?.subarray(0, n) ?? null,
+      texts: this.texts,
     };
     return compactTraceView(data);
   }
@@ -166,7 +223,10 @@ export interface CompactTraceData {
   streams: number[];
   stacks: Frames[];
   deviceFree: Map<number, number>;
-  extra: Map<number, { compileContext?: string; userMetadata?: string }>;
+  /** Per event, 1 + an index in texts (0: the event has no such field); null when no event has. */
+  compileContext: Uint32Array | null;
+  userMetadata: Uint32Array | null;
+  texts: string[];
 }
 
 const COMPACT = Symbol('compactTrace');
@@ -187,9 +247,10 @@ function eventAt(d: CompactTraceData, i: number): TraceEvent {
   };
   const free = d.deviceFree.get(i);
   if (free !== undefined) e.deviceFree = free;
-  const x = d.extra.get(i);
-  if (x?.compileContext !== undefined) e.compileContext = x.compileContext;
-  if (x?.userMetadata !== undefined) e.userMetadata = x.userMetadata;
+  const cc = d.compileContext?.[i];
+  if (cc) e.compileContext = d.texts[cc - 1];
+  const um = d.userMetadata?.[i];
+  if (um) e.userMetadata = d.texts[um - 1];
   return e;
 }
 
@@ -226,4 +287,51 @@ export function compactTraceView(d: CompactTraceData): TraceEvent[] {
       return [...Array.from({ length: d.length }, (_, i) => String(i)), 'length'];
     },
   });
+}
+
+/** The TRACE_ACTIONS index of an action that has an address, or -1 (oom, snapshot, unknown). */
+export function addressedActionCode(action: string): number {
+  const code = ACTION_CODE.get(action as TraceAction);
+  return code === undefined || noAddress(code) ? -1 : code;
+}
+
+/**
+ * events[i] for a loop over a whole trace: a trace view's events are built from its typed
+ * arrays directly, without the view's Proxy trap on every index (most of a walk's time).
+ */
+export function eventReader(events: readonly TraceEvent[]): (i: number) => TraceEvent {
+  const d = compactData(events);
+  return d ? (i: number) => eventAt(d, i) : (i: number) => events[i];
+}
+
+/**
+ * As eventReader, for a walk that reads an event's fields and keeps none of the event:
+ * one object is refilled on every call (action, addr, size, stream, timeUs, frames,
+ * deviceFree), so a walk over millions of events allocates nothing per event.
+ */
+export function eventCursor(events: readonly TraceEvent[]): (i: number) => TraceEvent {
+  const d = compactData(events);
+  if (!d) return (i: number) => events[i];
+  const cur: TraceEvent = { action: 'alloc', addr: 0, size: 0, stream: 0, timeUs: 0, frames: [], deviceFree: undefined };
+  return (i: number) => {
+    cur.action = TRACE_ACTIONS[d.action[i]];
+    cur.addr = d.addr[i];
+    cur.size = d.size[i];
+    cur.stream = d.streams[d.stream[i]];
+    cur.timeUs = d.time[i];
+    cur.frames = d.stacks[d.frames[i]];
+    cur.deviceFree = d.deviceFree.size ? d.deviceFree.get(i) : undefined;
+    return cur;
+  };
+}
+
+/** Addresses of the trace's segment_alloc events, in order. */
+export function segmentAllocAddresses(events: readonly TraceEvent[]): number[] {
+  const out: number[] = [];
+  const d = compactData(events);
+  if (d) {
+    const code = ACTION_CODE.get('segment_alloc')!;
+    for (let i = 0; i < d.length; i++) if (d.action[i] === code) out.push(d.addr[i]);
+  } else for (const e of events) if (e.action === 'segment_alloc') out.push(e.addr);
+  return out;
 }

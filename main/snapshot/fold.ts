@@ -4,6 +4,7 @@
 // allocated (requested bytes) and reserved totals, and calls the visitor's hooks. Each
 // allocation gets a dense id, those alive at the start first, so callers can index arrays
 // by it instead of keeping their own maps.
+import { eventReader } from './compact_trace';
 import { initialStateOf, type InitialState } from './import';
 import type { Frames, Snapshot, TraceEvent } from './model';
 import { windowStart, type WindowStart } from './window_start';
@@ -80,8 +81,9 @@ export function foldTrace(s: Snapshot, device: number, visitor: TraceVisitor = {
   }
   const initialTotals = { ...totals };
   const last = Math.min(events.length - 1, options.until ?? Infinity);
+  const at = eventReader(events);
   for (let i = 0; i <= last; i++) {
-    const e = events[i];
+    const e = at(i);
     switch (e.action) {
       case 'alloc': {
         const lost = live.get(e.addr);

@@ -76,9 +76,10 @@ export class OrderedMap<V> {
       }
       n = key < n.key ? n.left : n.right;
     }
-    const [lo, hi] = this.split(this.root, key);
+    this.split(this.root, key);
+    const hi = this.hi;
     const node: Node<V> = { key, value, prio: this.nextPrio(), left: null, right: null };
-    this.root = this.merge(this.merge(lo, node), hi);
+    this.root = this.merge(this.merge(this.lo, node), hi);
     this.size++;
   }
 
@@ -115,10 +116,11 @@ export class OrderedMap<V> {
   }
 
   /** Keys < key go left, the rest right (iterative: depth stays logarithmic, but no recursion is needed). */
-  private split(t: Node<V> | null, key: number): [Node<V> | null, Node<V> | null] {
-    // Build the two results top-down, hanging subtrees off placeholder heads.
-    const leftHead = { right: null } as unknown as Node<V>;
-    const rightHead = { left: null } as unknown as Node<V>;
+  private split(t: Node<V> | null, key: number): void {
+    // Build the two results top-down, hanging subtrees off placeholder heads (Node-shaped,
+    // so every access here sees one object shape).
+    const leftHead = this.head();
+    const rightHead = this.head();
     let l = leftHead;
     let r = rightHead;
     let n = t;
@@ -135,28 +137,40 @@ export class OrderedMap<V> {
     }
     l.right = null;
     r.left = null;
-    return [leftHead.right, rightHead.left];
+    this.lo = leftHead.right;
+    this.hi = rightHead.left;
+  }
+
+  /** split's results (fields, not a fresh pair per call). */
+  private lo: Node<V> | null = null;
+  private hi: Node<V> | null = null;
+
+  private head(): Node<V> {
+    return { key: 0, value: undefined as V, prio: 0, left: null, right: null };
   }
 
   /** Every key of a is below every key of b. */
   private merge(a: Node<V> | null, b: Node<V> | null): Node<V> | null {
-    const head = { left: null, right: null } as unknown as Node<V>;
+    const head = this.head();
     let parent = head;
-    let side: 'left' | 'right' = 'left';
+    let intoRight = false;
     while (a && b) {
       if (a.prio > b.prio) {
-        parent[side] = a;
+        if (intoRight) parent.right = a;
+        else parent.left = a;
         parent = a;
-        side = 'right';
+        intoRight = true;
         a = a.right;
       } else {
-        parent[side] = b;
+        if (intoRight) parent.right = b;
+        else parent.left = b;
         parent = b;
-        side = 'left';
+        intoRight = false;
         b = b.left;
       }
     }
-    parent[side] = a ?? b;
+    if (intoRight) parent.right = a ?? b;
+    else parent.left = a ?? b;
     return head.left;
   }
 }

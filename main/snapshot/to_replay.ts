@@ -10,6 +10,7 @@
 // A trace that began late starts from the exact allocator state at its first event
 // (window_start.ts), handed to the native allocator as a seed.
 import type { NativeReplaySeed } from '../addon/types';
+import { segmentAllocAddresses } from './compact_trace';
 import { foldTrace } from './fold';
 import type { Frames, Snapshot, TraceEvent } from './model';
 import { windowStart, type WindowStart } from './window_start';
@@ -153,10 +154,7 @@ export function snapshotToReplay(s: Snapshot, device: number): ReplayTrace {
     { start },
   );
   // Seeded segments sit at their addresses already; without a seed they are allocated first.
-  const segmentAddresses = Float64Array.from([
-    ...(seed ? [] : start.segments.map((g) => g.address)),
-    ...events.filter((e) => e.action === 'segment_alloc').map((e) => e.addr),
-  ]);
+  const segmentAddresses = Float64Array.from([...(seed ? [] : start.segments.map((g) => g.address)), ...segmentAllocAddresses(events)]);
   return {
     device,
     count: n,

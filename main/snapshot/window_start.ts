@@ -15,6 +15,7 @@
 // only be part of the block; a longer tail is taken to be a separate free block.
 import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 import type { Frames, Snapshot, SnapshotAllocatorSettings, TraceEvent } from './model';
+import { eventCursor } from './compact_trace';
 import { OrderedMap } from './ordered_map';
 
 const { minBlockSize: MIN_BLOCK, smallSize: SMALL_SIZE, smallBuffer: SMALL_SEGMENT, largeBuffer: LARGE_BUFFER } = ALLOCATOR_CONSTANTS;
@@ -183,9 +184,11 @@ function* walkSteps(s: Snapshot, device: number): Generator<void, WindowStart> {
   };
 
   const events = s.deviceTraces[device] ?? [];
+  // The walk keeps no event, only fields and stacks: one event object refilled for each.
+  const at = eventCursor(events);
   for (let i = events.length - 1; i >= 0; i--) {
     if (i % WALK_SLICE === 0) yield;
-    const e = events[i];
+    const e = at(i);
     switch (e.action) {
       case 'alloc': {
         const g = w.segAt(e.addr);
@@ -287,9 +290,17 @@ function unfree(
       typeof other?.get('max_non_split_rounding_size') === 'number' ? (other.get('max_non_split_rounding_size') as number) : LARGE_BUFFER;
     if (tail <= SMALL_SIZE || (oversize && tail < nonSplit)) size = end - e.addr;
   }
-  w.blocks.delete(f.address);
-  if (e.addr > f.address) w.blocks.set(f.address, freeBlock(f.address, e.addr - f.address));
-  w.blocks.set(e.addr, { address: e.addr, size, requestedSize: e.size, state: 'pending_free', frames: e.frames });
+  // f keeps its key: it becomes the free head before the allocation, or the allocation
+  // itself (changed in place: no removal and reinsertion in the map).
+  if (e.addr > f.address) {
+    f.size = e.addr - f.address;
+    w.blocks.set(e.addr, { address: e.addr, size, requestedSize: e.size, state: 'pending_free', frames: e.frames });
+  } else {
+    f.size = size;
+    f.requestedSize = e.size;
+    f.state = 'pending_free';
+    f.frames = e.frames;
+  }
   if (e.addr + size < end) w.blocks.set(e.addr + size, freeBlock(e.addr + size, end - e.addr - size));
 }
 

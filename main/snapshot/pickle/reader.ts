@@ -18,6 +18,8 @@ import { getHeapStatistics } from 'node:v8';
 import { PickleError } from './errors';
 import { describeOp, HIGHEST_PROTOCOL, Op, opName, REFUSED } from './opcodes';
 import { bufferSource, fileSource, type ByteSource } from './source';
+import { Memo } from './memo';
+import { LOOKAHEAD, TraceFastPath, type FastState, type TraceSink } from './trace_fast';
 import { normaliseInt, PySet, PyTuple, type PickleKey, type PickleValue, type PyDict } from './values';
 
 export interface ReadLimits {
@@ -104,6 +106,12 @@ export interface ReadHooks {
   memoized?(value: PickleValue, idx: number): void;
   /** Items are about to be appended to list; what is returned is appended instead. */
   append?(list: PickleValue[], items: PickleValue[], reader: HookContext): PickleValue[];
+  /**
+   * For a list the hooks consume as a trace: a sink the reader may decode the event dicts
+   * PyTorch writes straight into (trace_fast.ts), instead of building them for append.
+   * Asked when a batch of items for the list begins; undefined: the general path.
+   */
+  traceSink?(list: PickleValue[]): TraceSink | undefined;
 }
 
 export interface HookContext {
@@ -197,34 +205,45 @@ const ascii = new TextDecoder('ascii');
 const ESCAPES: Record<string, number> = { n: 10, t: 9, r: 13, '\\': 92, "'": 39, '"': 34, a: 7, b: 8, f: 12, v: 11, '\n': -1 };
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-class Reader {
-  private stack: PickleValue[] = [];
+// Fields without `private` are the trace fast path's too (FastState, trace_fast.ts).
+class Reader implements FastState {
+  readonly stack: PickleValue[] = [];
   private marks: number[] = [];
-  private memo = new Map<number, PickleValue>();
+  readonly memo = new Memo();
   /** Distinct memo indices ever stored (Python's len(memo); entries a hook released still count). */
-  private memoCount = 0;
+  memoCount = 0;
+  /** 1 + the highest memo index ever stored. */
+  memoHigh = 0;
+  /** Bumped when an existing memo entry is replaced or removed. */
+  memoEpoch = 0;
   /** Containers referenced more than once (memo GET, DUP): read-only from then on. */
-  private shared = new Set<Container>();
+  readonly shared = new Set<Container>();
   // What a hook lets go of is given back to the heap budget when nothing can reach it any
   // more: every reference to it dropped (the first, and one per GET or DUP) and no memo
   // entry left. A reference counts only once, so no input can give back more than it took.
   // (Counts live on the containers themselves, see Counted: Maps of millions of entries
   // made the streamed read half as fast again.)
 
-  private containers = 0;
+  containers = 0;
   /** Estimated heap bytes the decoded values take now (see HEAP_COST). */
-  private heapBytes = 0;
-  private frameEnd = -1;
+  heapBytes = 0;
+  frameEnd = -1;
+  private fast: TraceFastPath | null = null;
+  /** The list the last trace sink was asked for, and its answer. */
+  private sinkList: PickleValue[] | null = null;
+  private sink: TraceSink | null = null;
   /** Offset of the opcode being executed, for errors. */
   private at = 0;
   private op = 0;
 
   constructor(
-    private src: ByteSource,
-    private limits: ReadLimits,
+    readonly src: ByteSource,
+    readonly limits: ReadLimits,
     private allowTrailing: boolean,
     private hooks?: ReadHooks,
-  ) {}
+  ) {
+    if (hooks?.traceSink) this.fast = new TraceFastPath(this, HEAP_COST);
+  }
 
   private ctx?: HookContext;
 
@@ -238,6 +257,7 @@ class Reader {
       length: this.src.length,
       release: (value, idx, replacement) => {
         if (this.memo.get(idx) !== value) return;
+        this.memoEpoch++;
         if (replacement === undefined) {
           this.memo.delete(idx);
           this.heapBytes -= HEAP_COST.memoEntry;
@@ -313,11 +333,73 @@ class Reader {
       if (src.i >= src.end && !src.ensure(1)) {
         throw new PickleError('truncated', `pickle: input ends at offset ${this.at} without a STOP opcode`, this.at);
       }
-      const op = src.buf[src.i++];
+      const op = src.buf[src.i];
+      if (op === Op.EMPTY_DICT && this.fast !== null) {
+        const took = this.traceEvent(maxOps - n);
+        if (took > 0) {
+          n += took - 1;
+          continue;
+        }
+      }
+      src.i++;
       this.op = op;
       if (op === Op.STOP) return this.stop();
       this.exec(op);
     }
+  }
+
+  /**
+   * Dicts right after the MARK of a batch appended to a trace list: the fast path decodes
+   * them straight into the trace (trace_fast.ts), one after another while they have its
+   * shape and `budget` opcodes last. Events read before in the batch are handed over
+   * first, so events keep their order. Returns the opcodes taken (0: none).
+   */
+  private traceEvent(budget: number): number {
+    const marks = this.marks;
+    if (!marks.length) return 0;
+    const mark = marks[marks.length - 1];
+    if (mark === 0) return 0;
+    const list = this.stack[mark - 1];
+    if (!Array.isArray(list)) return 0;
+    if (list !== this.sinkList) {
+      const traceSink = this.hooks!.traceSink!;
+      const sink = this.hook(() => traceSink(list));
+      if (sink === undefined) return 0; // asked again later: the hooks may claim the list after its first batch
+      this.sink = sink;
+      this.sinkList = list;
+    }
+    const sink = this.sink!; // set with sinkList
+    if (this.shared.has(list)) return 0;
+    // Events the general path read earlier in this batch (one with a new frame, say) go to
+    // the trace first, as APPENDS would hand them over, so the order is kept.
+    if (this.stack.length > mark) {
+      for (let k = mark; k < this.stack.length; k++) if (!(this.stack[k] instanceof Map)) return 0;
+      this.appendItems(list, this.stack.splice(mark));
+    }
+    // The events that follow in the batch, while they keep the shape and the slice has room.
+    const src = this.src;
+    const fast = this.fast!;
+    let took = 0;
+    while (took < budget) {
+      const avail = src.end - src.i;
+      if (avail < LOOKAHEAD) {
+        const left = src.length - (src.base + src.i);
+        if (left > avail) src.ensure(Math.min(left, LOOKAHEAD));
+      }
+      this.at = src.base + src.i;
+      if (this.frameEnd >= 0 && this.at >= this.frameEnd) break; // the loop ends the frame
+      if (src.i >= src.end || src.buf[src.i] !== Op.EMPTY_DICT) break;
+      let ops: number;
+      // As hook(), without a closure per event: what the sink throws is the caller's.
+      try {
+        ops = fast.tryEvent(sink);
+      } catch (err) {
+        throw new HookFailure(err);
+      }
+      if (ops === 0) break;
+      took += ops;
+    }
+    return took;
   }
 
   // ---- errors -------------------------------------------------------------------------
@@ -674,19 +756,10 @@ class Reader {
         return;
       }
       case Op.APPENDS: {
-        let items = this.popMark();
+        const items = this.popMark();
         const list = this.mutable(this.top(), 'list') as PickleValue[];
         if (items.includes(list)) this.fail('malformed', 'a list cannot contain itself');
-        const append = this.hooks?.append;
-        if (append) {
-          const given = items;
-          items = this.hook(() => append(list, given, this.hookContext()));
-        }
-        this.charge(items.length * HEAP_COST.element);
-        for (const v of items) {
-          if (v === list) this.fail('malformed', 'a list cannot contain itself');
-          list.push(v);
-        }
+        this.appendItems(list, items);
         return;
       }
       case Op.SETITEM: {
@@ -733,6 +806,17 @@ class Reader {
       );
     }
     this.fail('unknown-opcode', 'not a pickle opcode (damaged file, or not a pickle)');
+  }
+
+  /** APPENDS' work once its list is known to take them: the hook first, then the list. */
+  private appendItems(list: PickleValue[], given: PickleValue[]): void {
+    const append = this.hooks?.append;
+    const items = append ? this.hook(() => append(list, given, this.hookContext())) : given;
+    this.charge(items.length * HEAP_COST.element);
+    for (const v of items) {
+      if (v === list) this.fail('malformed', 'a list cannot contain itself');
+      list.push(v);
+    }
   }
 
   private stop(): PickleValue {
@@ -782,7 +866,8 @@ class Reader {
     if (!this.memo.has(idx)) {
       this.memoCount++;
       this.charge(HEAP_COST.memoEntry);
-    }
+    } else this.memoEpoch++;
+    if (idx >= this.memoHigh) this.memoHigh = idx + 1;
     const old = this.memo.get(idx);
     if (this.hooks && old !== undefined && isContainer(old)) (old as Counted)[MEMO_HOLDS] = ((old as Counted)[MEMO_HOLDS] ?? 1) - 1;
     const v = this.top();
