@@ -7,13 +7,15 @@ import { SWEEP_PARAMS } from '../../contract/sweep_params';
 import { openManager, readSpecFile, specUsage, untilInterrupted } from '../support';
 import { checkSweep, runSweep } from '../../runner/sweep';
 import { summaryCsv } from '../../export/summary_csv';
+import { DEFAULT_PARALLEL } from '../../runner/pool';
 
-const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--json] [--csv FILE]
+const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--parallel N] [--json] [--csv FILE]
 
 Runs SPEC.json once per value of one parameter: ${SWEEP_PARAMS.join(', ')}.
 Model fields (seq, dim, heads, ...) go inside model, rank inside finetune (LoRA).
 Values are comma separated (numbers, words, every:N for a checkpoint interval) or a JSON array.
   --csv FILE  one summary row per run (spec columns and readings)
+  --parallel N  runs at once (default ${DEFAULT_PARALLEL}: the cores less one, 1 to 4)
 `;
 
 export function parseValues(text: string): unknown[] {
@@ -50,6 +52,7 @@ const sweep: Command = async (args, io) => {
       capacity: { type: 'string' },
       json: { type: 'boolean' },
       csv: { type: 'string' },
+      parallel: { type: 'string' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -63,6 +66,9 @@ const sweep: Command = async (args, io) => {
     io.err(USAGE);
     return 2;
   }
+  const parallel = values.parallel === undefined ? undefined : Number(values.parallel);
+  if (parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= 16))
+    throw new UsageError(`--parallel must be an integer from 1 to 16 (got ${values.parallel})`);
   const base = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
   const list = parseValues(values.values);
   try {
@@ -74,6 +80,7 @@ const sweep: Command = async (args, io) => {
   const { result, cancelled } = await untilInterrupted(manager, (signal, started) =>
     runSweep(manager, base, values.param!, list, {
       signal,
+      parallel,
       onRunStarted: (run, i) => {
         started(run.runId);
         if (!values.quiet) io.err(`sweep ${values.param}=${JSON.stringify(list[i])}  (${i + 1}/${list.length})\n`);
