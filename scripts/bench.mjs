@@ -30,6 +30,7 @@ for (const script of [
   'bench/engine/hf_time.mjs',
   'bench/engine/world_cost.mjs',
   'bench/ui/framerate.mjs',
+  'bench/ui/app_vs_cli.mjs',
   'bench/snapshot/bench_large.mjs',
 ]) {
   if (existsSync(path.join(root, script)) && wanted(script)) {

@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../paths';
-import type { NativeAddon } from './types';
+import type { NativeAddon, NativeJob, NativeRunHandle } from './types';
+import { unpackingHandle, type RawRunHandle } from './packed';
 import { CATEGORIES } from '../contract/runs';
 import { ALLOCATOR_CONSTANTS } from '../contract/allocator';
 
@@ -31,7 +32,7 @@ export function loadAddon(): NativeAddon {
   const req = createRequire(path.join(projectRoot(), 'package.json'));
   const addon = req(found) as NativeAddon;
   checkAgreement(addon, found);
-  cached = addon;
+  cached = withUnpackedRuns(addon);
   return cached;
 }
 
@@ -46,4 +47,16 @@ export function checkAgreement(addon: Pick<NativeAddon, 'memoryCategories' | 'al
   for (const [k, v] of Object.entries(ALLOCATOR_CONSTANTS))
     if (consts[k] !== v)
       throw new Error(`${file} has allocator constant ${k} = ${consts[k]}, main/contract/allocator.ts has ${v}${rebuild}`);
+}
+
+/** startRun's handle drains packed columns (packed.ts); callers get objects from drain().
+ *  An addon built before drainPacked hands out objects itself and is used as it is. */
+function withUnpackedRuns(addon: NativeAddon): NativeAddon {
+  const start = addon.startRun.bind(addon);
+  const categories = CATEGORIES.length;
+  const startRun = (job: NativeJob, onWake: () => void): NativeRunHandle => {
+    const raw = start(job, onWake) as NativeRunHandle | RawRunHandle;
+    return 'drainPacked' in raw ? unpackingHandle(raw, categories) : raw;
+  };
+  return { ...addon, startRun };
 }

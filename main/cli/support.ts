@@ -72,21 +72,22 @@ export async function openManager(): Promise<RunManager> {
   return new RunManager(loadAddon(), store);
 }
 
-/** Runs one run after another (sweep, fit, fixes) until done or Ctrl-C: Ctrl-C cancels the
- *  run in flight and the signal stops the next one from starting. */
+/** Runs a sweep, fit or fixes until done or Ctrl-C: Ctrl-C cancels the runs in flight and
+ *  the signal stops the next ones from starting. */
 export async function untilInterrupted<T>(
   manager: RunManager,
   work: (signal: { cancelled: boolean }, started: (runId: string) => void) => Promise<T>,
 ): Promise<{ result: T; cancelled: boolean }> {
   const signal = { cancelled: false };
-  let current: string | null = null;
+  // Sweeps, fit and fixes run a few at once: an interrupt cancels every one started (ended ones ignore it).
+  const started = new Set<string>();
   const onSigint = () => {
     signal.cancelled = true;
-    if (current) manager.cancel(current);
+    for (const id of started) manager.cancel(id);
   };
   process.once('SIGINT', onSigint);
   try {
-    return { result: await work(signal, (id) => (current = id)), cancelled: signal.cancelled };
+    return { result: await work(signal, (id) => started.add(id)), cancelled: signal.cancelled };
   } finally {
     process.removeListener('SIGINT', onSigint);
   }

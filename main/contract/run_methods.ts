@@ -1,13 +1,17 @@
 // Host methods for experiments: runs, the prediction, the run store, exports, sweeps and fit.
 // Events: `run.progress` (RunProgress, batched per frame), `run.done` (RunDone),
-// `run.error` (RunErrorEvent), each sent only to the run's subscribers (run.subscribe).
+// `run.error` (RunErrorEvent), each sent only to the run's subscribers (run.subscribe);
+// `work.progress` (WorkProgress) to the client that started a sweep, fit or fixes with a workId.
 import { z } from 'zod';
 import type { CompareRow, FitResult, FixesResult, Prediction, RunMeta, RunRecord, SweepResult } from './runs';
+export type { WorkProgress } from './runs';
 import type { RemediesResult } from './verdict';
 import { SpecSchema, LIMITS } from './spec';
 import { SWEEP_PARAMS, FIT_PARAMS } from './sweep_params';
 
 const runId = z.string({ error: 'must be a run id' }).min(1).max(64);
+/** The client's name for a sweep, fit or fixes: its progress events carry it, work.cancel takes it. */
+const workId = z.string({ error: 'must be a work id' }).min(1).max(64).optional();
 const ids = z.array(runId).min(1).max(500);
 const exportTarget = z
   .strictObject({ id: runId.optional(), ids: ids.optional() })
@@ -34,25 +38,31 @@ export const runMethods = {
   /** id: the run's timeline; ids: one summary row per run. */
   'runs.exportCsv': { params: exportTarget },
   'runs.exportJson': { params: exportTarget },
-  /** Runs one spec per value, one after another; resolves when all ran. */
+  /** Runs one spec per value, a few at once, listed in the values' order; resolves when all ran
+   *  (or, cancelled, with those that finished). */
   'sweep.start': {
     params: z.strictObject({
+      workId,
       spec: SpecSchema,
       param: z.enum(SWEEP_PARAMS),
       values: z.array(z.unknown()).min(1).max(256),
     }),
   },
   /** The usual fixes for varying sequence lengths, one run each (main/runner/fixes.ts); resolves when all ran. */
-  'fixes.start': { params: z.strictObject({ spec: SpecSchema }) },
+  'fixes.start': { params: z.strictObject({ workId, spec: SpecSchema }) },
   /** The largest batch (or seq, or new_tokens) that runs without OOM, by bisection; resolves when found. */
   'fit.start': {
     params: z.strictObject({
+      workId,
       spec: SpecSchema,
       param: z.enum(FIT_PARAMS).optional(),
       max: z.number().int().min(1).max(LIMITS.batch).optional(),
       maxBatch: z.number().int().min(1).max(LIMITS.batch).optional(),
     }),
   },
+  /** Stops the caller's sweep, fit or fixes of that workId: no run starts, those running are
+   *  cancelled; the start call then resolves (a fit: fails as cancelled). */
+  'work.cancel': { params: z.strictObject({ workId: z.string().min(1).max(64) }) },
 } as const;
 
 export interface ExportedFile {
@@ -77,4 +87,5 @@ export interface RunResults {
   'sweep.start': SweepResult;
   'fit.start': FitResult;
   'fixes.start': FixesResult;
+  'work.cancel': { cancelled: boolean };
 }

@@ -240,19 +240,27 @@ export interface Prediction {
   verdict: Verdict | null;
 }
 
+export interface SweepRun {
+  value: unknown;
+  runId: string;
+  status: RunStatus;
+  peak_allocated: number;
+  peak_reserved: number;
+  oom: boolean;
+  /** NCCL's buffers per rank (data parallel; 0 on one GPU). */
+  nccl?: number;
+}
+
+/** A sweep, fit or fixes under way: `done` of `total` runs finished (a fit's total is at most
+ *  that many, shrinking as the search narrows), and the row of the one that just finished. */
+export type WorkProgress = { workId: string; done: number; total: number } & (
+  { kind: 'sweep'; index: number; row: SweepRun } | { kind: 'fixes'; index: number; row: FixRow } | { kind: 'fit'; row: FitProbe }
+);
+
 export interface SweepResult {
   sweepId: string;
   param: string;
-  runs: {
-    value: unknown;
-    runId: string;
-    status: RunStatus;
-    peak_allocated: number;
-    peak_reserved: number;
-    oom: boolean;
-    /** NCCL's buffers per rank (data parallel; 0 on one GPU). */
-    nccl?: number;
-  }[];
+  runs: SweepRun[];
   /** The card's total and CUDA context (DeviceInfo): each run holds peak_reserved + context (+ nccl). */
   total: number;
   context: number;

@@ -1,6 +1,8 @@
 // "fit": the largest batch, sequence length or generation length that completes without OOM
 // under the device's capacity (or the spec's), by doubling from the spec's value until a
 // run fails, then bisecting. Memory grows with each of them, so the fits form a prefix.
+// With k probes at once (pool.ts) each round tries the next k doublings, then k points
+// splitting the interval into k+1 parts; k = 1 is the plain doubling and bisection.
 // The device leaves its allocator total - context (the CUDA context and libraries), so
 // what fits is what fits on the whole card, as nvidia-smi sees it.
 import { randomBytes } from 'node:crypto';
@@ -10,6 +12,7 @@ import { LIMITS, checkSpec, parseSpec, type Spec, type SpecInput } from '../cont
 import { paramValue, withParam, type FitParam } from '../contract/sweep_params';
 import type { RunManager, StartedRun } from './manager';
 import type { NativeJob } from '../addon/types';
+import { DEFAULT_PARALLEL, runPool } from './pool';
 
 export interface FitOptions {
   /** What to search (default: batch). */
@@ -18,7 +21,11 @@ export interface FitOptions {
   max?: number;
   /** Same as max for param batch (older callers). */
   maxBatch?: number;
-  onProbe?: (probe: FitProbe) => void;
+  /** Each probe as it ends: `done` probes so far of at most `bound` (an estimate from the
+   *  interval still open; it shrinks as the search narrows). */
+  onProbe?: (probe: FitProbe, done: number, bound: number) => void;
+  /** Probes at once (default pool.ts DEFAULT_PARALLEL). */
+  parallel?: number;
   onRunStarted?: (run: StartedRun) => void;
   signal?: { cancelled: boolean };
   /** Aborting it gives up a run still waiting for a slot (the client went away). */
@@ -72,17 +79,26 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
   const fitId = `fit-${randomBytes(4).toString('hex')}`;
   const probes: FitProbe[] = [];
   const tried = new Map<number, boolean>();
+  const k = Math.max(1, Math.floor(opts.parallel ?? DEFAULT_PARALLEL));
+  let started = 0;
+  let lo = 0; // largest value known to fit
+  let hi = max + 1; // smallest value known not to fit
+  let growing = param !== 'world';
 
-  const probe = async (value: number): Promise<boolean> => {
-    const known = tried.get(value);
-    if (known !== undefined) return known;
-    if (opts.signal?.cancelled) throw new FitCancelled();
+  /** Probes still to come at most: rounds of k over what is open. */
+  const bound = (): number => {
+    const rounds = (span: number) => (span <= 1 ? 0 : Math.ceil(Math.log(span) / Math.log(k + 1)));
+    const grow = growing ? Math.ceil(Math.log2(Math.max(1, max / Math.max(lo, 1))) / k) : 0;
+    return probes.length + k * (grow + rounds(hi - lo));
+  };
+
+  const runProbe = async (value: number): Promise<FitProbe> => {
     const input = withParam(base as SpecInput, param, value);
     const probeSpec = parseSpec(input);
     const run = await manager.start(probeSpec, {
       job: opts.jobFor?.(probeSpec),
       signal: opts.abort,
-      group: { kind: 'fit', id: fitId, index: probes.length, param, value },
+      group: { kind: 'fit', id: fitId, index: started++, param, value },
       name: `fit ${param}=${value}`,
     });
     opts.onRunStarted?.(run);
@@ -90,27 +106,46 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     if (meta.status === 'cancelled') throw new FitCancelled();
     if (meta.status === 'error' || meta.status === 'interrupted')
       throw new Error(`fit: the run at ${param} ${value} failed: ${meta.summary?.error ?? meta.status}`);
-    const ok = meta.status === 'done';
-    const p: FitProbe = {
+    return {
       value,
       batch: probeSpec.batch,
-      ok,
+      ok: meta.status === 'done',
       runId: meta.id,
       peak_allocated: meta.summary?.peak_allocated ?? 0,
       peak_reserved: meta.summary?.peak_reserved ?? 0,
       nccl: meta.summary?.nccl ?? 0,
     };
-    probes.push(p);
-    tried.set(value, ok);
-    opts.onProbe?.(p);
-    return ok;
+  };
+
+  /** Probes the values not tried yet, k at once; the interval (lo, hi) narrows to what they say. */
+  const round = async (values: number[]): Promise<void> => {
+    if (opts.signal?.cancelled) throw new FitCancelled();
+    const fresh = [...new Set(values)].filter((v) => !tried.has(v));
+    let done = probes.length;
+    const got = await runPool(fresh, runProbe, {
+      limit: k,
+      stop: () => !!opts.signal?.cancelled,
+      onResult: (p) => opts.onProbe?.(p, ++done, Math.max(done, bound())),
+    });
+    for (const p of got) {
+      if (!p) throw new FitCancelled();
+      probes.push(p);
+      tried.set(p.value, p.ok);
+    }
+    for (const [v, ok] of tried) if (!ok && v < hi) hi = v;
+    for (const [v, ok] of tried) if (ok && v > lo && v < hi) lo = v;
   };
 
   if (param === 'world') {
     // Memory per rank shrinks as ranks are added: the smallest world that fits, over the
     // powers of two (the worlds people launch) up to max. 0: none fits.
     let found = 0;
-    for (let w = 1; w <= max && !found; w *= 2) if (await probe(w)) found = w;
+    for (let w = 1; w <= max && !found;) {
+      const worlds: number[] = [];
+      for (; w <= max && worlds.length < k; w *= 2) worlds.push(w);
+      await round(worlds);
+      found = worlds.find((x) => tried.get(x)) ?? 0;
+    }
     const best = probes.find((p) => p.value === found && p.ok);
     return {
       fitId,
@@ -123,24 +158,25 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
       probes,
     };
   }
-  let lo = 0; // largest value known to fit
-  let hi = max + 1; // smallest value known not to fit
+  // Doubling from the spec's value until a run fails (or max fits).
   let v = Math.min(Number(paramValue(spec as unknown as SpecInput, param)) || 1, max);
-  if (await probe(v)) {
-    lo = v;
-    while (lo < max) {
-      v = Math.min(lo * 2, max);
-      if (await probe(v)) lo = v;
-      else {
-        hi = v;
-        break;
-      }
-    }
-  } else hi = v;
+  const doublings: number[] = [v];
+  while (doublings.length < k && v < max) doublings.push((v = Math.min(v * 2, max)));
+  await round(doublings);
+  while (hi > max && lo < max) {
+    const next: number[] = [];
+    for (let x = lo; next.length < k && x < max;) next.push((x = Math.min(x * 2, max)));
+    await round(next);
+  }
+  growing = false;
+  // Then k points splitting (lo, hi) into k + 1 parts each round (k = 1: the midpoint).
   while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (await probe(mid)) lo = mid;
-    else hi = mid;
+    const mids: number[] = [];
+    for (let i = 1; i <= k; i++) {
+      const m = lo + Math.floor((i * (hi - lo)) / (k + 1));
+      if (m > lo && m < hi) mids.push(m);
+    }
+    await round(mids);
   }
   const best = probes.find((p) => p.value === lo && p.ok);
   return {

@@ -1,7 +1,7 @@
 // What-if for training on varying lengths. Reserved memory creeps as new sequence lengths
 // arrive (each new size can need a new segment while the old ones stay cached), and a job
-// can run out of memory hours in. The usual fixes, each a variant of the spec, run one
-// after another on the same device so their reserved peaks and OOMs sit side by side.
+// can run out of memory hours in. The usual fixes, each a variant of the spec, run on the
+// same device (a few at once, pool.ts) so their reserved peaks and OOMs sit side by side.
 import { randomBytes } from 'node:crypto';
 import type { FixesResult, FixRow } from '../contract/runs';
 import { engineSpec, parseSpec, SpecError, type ShapeStep, type Spec } from '../contract/spec';
@@ -10,6 +10,7 @@ import { withAllocConfItem } from '../contract/alloc_conf';
 import { modelDims } from '../contract/catalogue';
 import type { NativeJob } from '../addon/types';
 import type { RunManager, StartedRun } from './manager';
+import { runPool } from './pool';
 
 /** Bucket width for padding and the empty_cache() cadence the variants use. */
 export const PAD_BUCKET = 128;
@@ -101,6 +102,10 @@ export interface FixesOptions {
   /** Aborting it gives up a run still waiting for a slot (the client went away). */
   abort?: AbortSignal;
   jobFor?: (spec: Spec) => NativeJob;
+  /** Runs at once (default pool.ts DEFAULT_PARALLEL). */
+  parallel?: number;
+  /** Each fix's row as its run ends: `done` of `total` finished. */
+  onRow?: (row: FixRow, index: number, done: number, total: number) => void;
 }
 
 export async function runFixes(manager: RunManager, input: unknown, opts: FixesOptions = {}): Promise<FixesResult> {
@@ -111,35 +116,48 @@ export async function runFixes(manager: RunManager, input: unknown, opts: FixesO
     ? tokensOf(shapeSteps({ ...base.shapes, pad_to: 1 }, modelDims(base.model).seq ?? 1))
     : tokensOf(variants[0].steps);
   const fixesId = `fixes-${randomBytes(4).toString('hex')}`;
-  const rows: FixRow[] = [];
-  for (const [index, { fix, spec, steps }] of variants.entries()) {
-    if (opts.signal?.cancelled) break;
-    const run = await manager.start(spec, {
-      job: opts.jobFor?.(spec),
-      signal: opts.abort,
-      group: { kind: 'fixes', id: fixesId, index, param: 'fix', value: fix.id },
-      name: `fix: ${fix.label}`,
-    });
-    opts.onRunStarted?.(run, index);
-    const meta = await run.done;
-    const s = meta.summary;
-    const tokens = tokensOf(steps);
-    rows.push({
-      fix: fix.id,
-      label: fix.label,
-      runId: meta.id,
-      status: meta.status,
-      steps: steps.length,
-      tokens,
-      padding: Math.max(0, tokens - real),
-      peak_allocated: s?.peak_allocated ?? 0,
-      peak_reserved: s?.peak_reserved ?? 0,
-      reserved_end: s?.readings.reserved_end ?? null,
-      device_allocs: s?.readings.num_device_alloc ?? null,
-      oom_iteration: s?.oom ? s.oom.iteration : null,
-    });
-    if (meta.status === 'cancelled') break;
-  }
+  let stopped = false;
+  const rows = await runPool(
+    variants,
+    async ({ fix, spec, steps }, index): Promise<FixRow> => {
+      const run = await manager.start(spec, {
+        job: opts.jobFor?.(spec),
+        signal: opts.abort,
+        group: { kind: 'fixes', id: fixesId, index, param: 'fix', value: fix.id },
+        name: `fix: ${fix.label}`,
+      });
+      opts.onRunStarted?.(run, index);
+      const meta = await run.done;
+      if (meta.status === 'cancelled') stopped = true;
+      const s = meta.summary;
+      const tokens = tokensOf(steps);
+      return {
+        fix: fix.id,
+        label: fix.label,
+        runId: meta.id,
+        status: meta.status,
+        steps: steps.length,
+        tokens,
+        padding: Math.max(0, tokens - real),
+        peak_allocated: s?.peak_allocated ?? 0,
+        peak_reserved: s?.peak_reserved ?? 0,
+        reserved_end: s?.readings.reserved_end ?? null,
+        device_allocs: s?.readings.num_device_alloc ?? null,
+        oom_iteration: s?.oom ? s.oom.iteration : null,
+      };
+    },
+    {
+      limit: opts.parallel,
+      stop: () => stopped || !!opts.signal?.cancelled,
+      onResult: (row, i, done) => opts.onRow?.(row, i, done, variants.length),
+    },
+  );
   const card = manager.card(base.device);
-  return { fixesId, capacity: base.capacity ?? card.total, total: card.total, context: card.context, rows };
+  return {
+    fixesId,
+    capacity: base.capacity ?? card.total,
+    total: card.total,
+    context: card.context,
+    rows: rows.filter((r): r is FixRow => r !== undefined),
+  };
 }

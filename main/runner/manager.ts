@@ -91,10 +91,11 @@ export class RunManager {
     const ingest = (batch: NativeEventBatch) => {
       if (batch.samples.length || batch.events.length || batch.dropped) {
         const events = batch.events.map(nameCategory);
-        writer.append(keepSamples.push(batch.samples), keepEvents.push(events));
+        const kept = keepEvents.push(events);
+        writer.append(keepSamples.push(batch.samples), kept);
         tracker.add(batch.samples, events);
         const at = tracker.phases.current();
-        batcher.push(batch.samples, events, batch.dropped, at.phase, at.iteration);
+        batcher.push(batch.samples, liveEvents(events, kept), batch.dropped, at.phase, at.iteration);
         opts.onBatch?.(tracker);
       }
       if (batch.outcome) writer.append(keepSamples.flush(), []);
@@ -241,6 +242,23 @@ async function orNull<T>(p: Promise<T>): Promise<T | null> {
 function nameCategory(e: NativeEventBatch['events'][number]): RunEvent {
   if (e.type !== 'alloc') return e;
   return { ...e, category: e.category >= 0 && e.category < CATEGORIES.length ? CATEGORIES[e.category] : '' };
+}
+
+/** What viewers are sent: every phase marker (the chart's bands), and of the allocator trace
+ *  only what the store keeps. The trace is the bulk of a run's stream (the KV-cache lesson:
+ *  570k events, ~60 MB of JSON a viewer parsed at ~250k events/s), and the segment map of a
+ *  live run is then the one the stored run shows. `kept` is an ordered subset of `all`. */
+function liveEvents(all: readonly RunEvent[], kept: readonly RunEvent[]): RunEvent[] {
+  if (kept.length === all.length) return kept as RunEvent[];
+  const out: RunEvent[] = [];
+  let k = 0;
+  for (const e of all) {
+    if (k < kept.length && kept[k] === e) {
+      out.push(e);
+      k++;
+    } else if (e.type === 'phase') out.push(e);
+  }
+  return out;
 }
 
 /** Listeners run from timers and native wake-ups: one that throws must not take the process down. */

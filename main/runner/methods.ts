@@ -2,7 +2,7 @@
 // opens on first use, so a host that never runs an experiment never touches the disk.
 import type { Host } from '../host/host';
 import type { NativeAddon } from '../addon/types';
-import type { RunMeta } from '../contract/runs';
+import type { FitProbe, FixRow, RunMeta, SweepRun, WorkProgress } from '../contract/runs';
 import { RunStore } from '../store/store';
 import { compareRows } from '../store/compare';
 import { timelineCsv } from '../export/timeline_csv';
@@ -13,7 +13,7 @@ import { WorkSlots } from './slots';
 import type { Client } from '../host/client';
 import os from 'node:os';
 import { Predictor } from './predict';
-import { runSweep } from './sweep';
+import { checkSweep, runSweep } from './sweep';
 import { runFixes } from './fixes';
 import { runFit } from './fit';
 import { RecordCache } from './record_cache';
@@ -28,11 +28,20 @@ export interface RunMethodsOptions {
   maxRuns?: number;
   maxPredictions?: number;
   maxWaiting?: number;
+  /** Runs at once within one sweep, fit or fixes (default pool.ts DEFAULT_PARALLEL). */
+  parallel?: number;
 }
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** Default bound on work at once: the cores, 2 to 4 (a run or prediction keeps one busy). */
 export const DEFAULT_MAX_WORK = Math.max(2, Math.min(4, os.availableParallelism()));
 export const DEFAULT_MAX_WAITING = 32;
+
+/** A viewer gets a run's progress at most this often: 30 a second draws a smooth chart, and
+ *  a viewer (a browser tab on the same cores as the run) then parses and draws half what it
+ *  did at 60, which left the run's own thread less CPU. */
+export const LIVE_FRAME_MS = 33;
 
 /** Samples one runs.get reply carries at most (about 30 MB of JSON). */
 export const MAX_REPLY_SAMPLES = 200_000;
@@ -87,7 +96,7 @@ export function registerRunMethods(
               host.endTopic(runId);
             },
           },
-          { ready: opts.ready },
+          { ready: opts.ready, intervalMs: LIVE_FRAME_MS },
           runSlots,
         )),
       (err) => {
@@ -103,22 +112,43 @@ export function registerRunMethods(
     const off = client.onClose(() => m.cancel(run.runId));
     void run.done.then(off);
   };
-  /** A sweep, fit or fixes: stops (its current run cancelled) when its client goes. */
-  const work = (m: RunManager, client: Client) => {
+  /** Sweeps, fits and fixes under way that their client named (workId), by client and name. */
+  const works = new Map<string, () => void>();
+  /** A sweep, fit or fixes: stops (every run it started cancelled) when its client goes or
+   *  calls work.cancel; with a workId, its client gets `work.progress` as each run ends. */
+  const work = (m: RunManager, client: Client, workId: string | undefined) => {
     const signal = { cancelled: false };
-    let current: string | null = null;
-    const off = client.onClose(() => {
+    const running = new Set<string>();
+    const stop = () => {
       signal.cancelled = true;
-      if (current) m.cancel(current);
-    });
+      for (const id of running) m.cancel(id);
+    };
+    const key = workId === undefined ? null : `${client.id}\u0000${workId}`;
+    if (key !== null) {
+      if (works.has(key)) throw new Error(`work "${workId}" is already under way`);
+      works.set(key, stop);
+    }
+    const topic = `work:${client.id}:${workId ?? ''}`;
+    if (key !== null) host.subscribe(client, topic);
+    const offClose = client.onClose(stop);
     return {
       signal,
       abort: client.signal,
       onRunStarted: (run: StartedRun) => {
-        current = run.runId;
+        running.add(run.runId);
+        void run.done.then(() => running.delete(run.runId));
         own(m, client, run);
       },
-      off,
+      progress: (p: DistributiveOmit<WorkProgress, 'workId'>) => {
+        if (workId !== undefined) host.emitTo(topic, 'work.progress', { ...p, workId });
+      },
+      off: () => {
+        offClose();
+        if (key !== null) {
+          works.delete(key);
+          host.endTopic(topic);
+        }
+      },
     };
   };
   const until = async <T>(w: { off: () => void }, p: Promise<T>): Promise<T> => {
@@ -175,20 +205,28 @@ export function registerRunMethods(
     if (id) return { filename: `vramlab-${id}.json`, mime: 'application/json' as const, content: runJson(await s.get(id, REPLY_BOUNDS)) };
     return { filename: 'vramlab-runs.json', mime: 'application/json' as const, content: runsJson(await metas(s, ids ?? [])) };
   });
-  host.register('sweep.start', async ({ spec, param, values }, { client }) => {
+  host.register('sweep.start', async ({ workId, spec, param, values }, { client }) => {
     const m = await manager();
-    const w = work(m, client);
-    return until(w, runSweep(m, spec, param, values, w));
+    const w = work(m, client, workId);
+    const onRow = (row: SweepRun, index: number, done: number, total: number) => w.progress({ kind: 'sweep', index, row, done, total });
+    return until(w, runSweep(m, checkSweep(spec, param, values), { ...w, parallel: opts.parallel, onRow }));
   });
-  host.register('fixes.start', async ({ spec }, { client }) => {
+  host.register('fixes.start', async ({ workId, spec }, { client }) => {
     const m = await manager();
-    const w = work(m, client);
-    return until(w, runFixes(m, spec, w));
+    const w = work(m, client, workId);
+    const onRow = (row: FixRow, index: number, done: number, total: number) => w.progress({ kind: 'fixes', index, row, done, total });
+    return until(w, runFixes(m, spec, { ...w, parallel: opts.parallel, onRow }));
   });
-  host.register('fit.start', async ({ spec, param, max, maxBatch }, { client }) => {
+  host.register('fit.start', async ({ workId, spec, param, max, maxBatch }, { client }) => {
     const m = await manager();
-    const w = work(m, client);
-    return until(w, runFit(m, spec, { param, max: max ?? maxBatch, ...w }));
+    const w = work(m, client, workId);
+    const onProbe = (row: FitProbe, done: number, total: number) => w.progress({ kind: 'fit', row, done, total });
+    return until(w, runFit(m, spec, { param, max: max ?? maxBatch, ...w, parallel: opts.parallel, onProbe }));
+  });
+  host.register('work.cancel', ({ workId }, { client }) => {
+    const stop = works.get(`${client.id}\u0000${workId}`);
+    stop?.();
+    return { cancelled: !!stop };
   });
   return { manager, load };
 }

@@ -1,6 +1,6 @@
-// startRun(job, onWake) -> { cancel(), drain() }: runs a job on its own thread. The
+// startRun(job, onWake) -> { cancel(), drainPacked() }: runs a job on its own thread. The
 // worker wakes JS through one ThreadSafeFunction, at most once per drain (a latch), and
-// the wake-up only calls `onWake`, which is cheap; JS then pulls the events with drain()
+// the wake-up only calls `onWake`, which is cheap; JS then pulls the events with drainPacked()
 // from a later turn of its event loop. So however fast a job reports, the loop gets a
 // turn between batches, and the job waits (backpressure) while JS is behind.
 //
@@ -9,6 +9,9 @@
 // worker thread, which releases it as its last act; the finalizer joins the thread.
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 #include <variant>
 
 #include "addon/bindings.h"
@@ -65,47 +68,78 @@ Napi::Array categoriesToJs(Napi::Env env, const CategoryBytes& by) {
   return a;
 }
 
+// A drain's events packed into two Float64Arrays and one list of the strings they use
+// (each distinct string once): a handful of Node-API calls per drain instead of ~10 per
+// event. Setting properties one by one through Node-API made a run with allocator history
+// spend most of its time here; main/addon/packed.ts turns the columns back into objects.
+// Layouts (PACKED_* in main/addon/packed.ts, same order):
+//   samples: t, allocated, reserved, active, requested, by[kNumCategories]
+//   events:  kind (0 phase, 1 alloc), t, then
+//            phase: begin, iteration, micro_batch, name, module, 0, 0
+//            alloc: action, addr, size, block_size, category, module, op   (strings by index)
+constexpr size_t kSampleWidth = 5 + kNumCategories;
+constexpr size_t kEventWidth = 9;
+
+class StringTable {
+ public:
+  double index(const std::string& s) {
+    auto [it, fresh] = ids_.try_emplace(s, list_.size());
+    if (fresh) list_.push_back(&it->first);
+    return double(it->second);
+  }
+  Napi::Array toJs(Napi::Env env) const {
+    auto a = Napi::Array::New(env, list_.size());
+    for (size_t i = 0; i < list_.size(); ++i) a.Set(uint32_t(i), *list_[i]);
+    return a;
+  }
+
+ private:
+  std::unordered_map<std::string, size_t> ids_;
+  std::vector<const std::string*> list_;  // node-based map: the keys stay put
+};
+
 Napi::Object batchToJs(Napi::Env env, EventBatch&& b) {
-  auto samples = Napi::Array::New(env);
-  auto events = Napi::Array::New(env);
-  uint32_t ns = 0, ne = 0;
+  size_t ns = 0, ne = 0;
+  for (auto& ev : b.events) (std::holds_alternative<Sample>(ev) ? ns : ne)++;
+  auto samples = Napi::Float64Array::New(env, ns * kSampleWidth);
+  auto events = Napi::Float64Array::New(env, ne * kEventWidth);
+  double* sp = samples.Data();
+  double* ep = events.Data();
+  StringTable strings;
   for (auto& ev : b.events) {
     if (auto* s = std::get_if<Sample>(&ev)) {
-      auto o = Napi::Object::New(env);
-      o.Set("t", s->t_ms);
-      o.Set("allocated", double(s->allocated));
-      o.Set("reserved", double(s->reserved));
-      o.Set("active", double(s->active));
-      o.Set("requested", double(s->requested));
-      o.Set("by", categoriesToJs(env, s->by));
-      samples.Set(ns++, o);
+      *sp++ = s->t_ms;
+      *sp++ = double(s->allocated);
+      *sp++ = double(s->reserved);
+      *sp++ = double(s->active);
+      *sp++ = double(s->requested);
+      for (int64_t c : s->by) *sp++ = double(c);
     } else if (auto* p = std::get_if<Phase>(&ev)) {
-      auto o = Napi::Object::New(env);
-      o.Set("type", "phase");
-      o.Set("t", p->t_ms);
-      o.Set("edge", p->begin ? "begin" : "end");
-      o.Set("name", p->name);
-      o.Set("iteration", double(p->iteration));
-      o.Set("micro_batch", double(p->micro_batch));
-      o.Set("module", p->module);
-      events.Set(ne++, o);
+      *ep++ = 0;
+      *ep++ = p->t_ms;
+      *ep++ = p->begin ? 1 : 0;
+      *ep++ = double(p->iteration);
+      *ep++ = double(p->micro_batch);
+      *ep++ = strings.index(p->name);
+      *ep++ = strings.index(p->module);
+      *ep++ = 0;
+      *ep++ = 0;
     } else if (auto* a = std::get_if<AllocEvent>(&ev)) {
-      auto o = Napi::Object::New(env);
-      o.Set("type", "alloc");
-      o.Set("t", a->t_ms);
-      o.Set("action", a->action);
-      o.Set("addr", double(a->addr));
-      o.Set("size", double(a->size));
-      if (a->block_size > 0) o.Set("blockSize", double(a->block_size));
-      o.Set("category", double(a->category));
-      o.Set("module", a->module);
-      if (!a->op.empty()) o.Set("op", a->op);
-      events.Set(ne++, o);
+      *ep++ = 1;
+      *ep++ = a->t_ms;
+      *ep++ = strings.index(a->action);
+      *ep++ = double(a->addr);
+      *ep++ = double(a->size);
+      *ep++ = double(a->block_size);
+      *ep++ = double(a->category);
+      *ep++ = strings.index(a->module);
+      *ep++ = strings.index(a->op);
     }
   }
   auto o = Napi::Object::New(env);
   o.Set("samples", samples);
   o.Set("events", events);
+  o.Set("strings", strings.toJs(env));
   o.Set("dropped", double(b.dropped));
   return o;
 }
@@ -184,9 +218,9 @@ struct RunState {
   bool done_delivered = false;
 };
 
-// drain(): every queued event (at most the worker's cap) and, once the job has ended,
+// drainPacked(): every queued event (at most the worker's cap) and, once the job has ended,
 // its outcome (exactly once; null before and after).
-Napi::Value Drain(Napi::Env env, RunState& st) {
+Napi::Value DrainPacked(Napi::Env env, RunState& st) {
   // Events and outcome come from one atomic drain (see EventBatch::outcome).
   EventBatch batch = st.worker->drain();
   auto out = st.done_delivered ? std::nullopt : std::move(batch.outcome);
@@ -246,9 +280,10 @@ Napi::Value StartRun(const Napi::CallbackInfo& info) {
                              return ci.Env().Undefined();
                            },
                            "cancel"));
-  handle.Set("drain",
+  handle.Set("drainPacked",
              Napi::Function::New(
-                 env, [st](const Napi::CallbackInfo& ci) -> Napi::Value { return Drain(ci.Env(), *st); }, "drain"));
+                 env, [st](const Napi::CallbackInfo& ci) -> Napi::Value { return DrainPacked(ci.Env(), *st); },
+                 "drainPacked"));
   return handle;
 }
 

@@ -2,7 +2,7 @@
 // test/refs (1000 MiB segment, five 200 MiB parts, 0/2/4 freed) leaves 600 MiB cached in
 // three separate holes, none large enough for 400 MiB.
 import { describe, expect, it } from 'vitest';
-import { segmentsAt } from '../../renderer/src/lib/segments';
+import { SegmentReplay, segmentsAt } from '../../renderer/src/lib/segments';
 import type { AllocatorEvent } from '../../main/contract/runs';
 
 const MiB = 1 << 20;
@@ -85,5 +85,32 @@ describe('segmentsAt', () => {
       50,
     );
     expect(s.segments).toHaveLength(1);
+  });
+
+  it('a replay that follows a growing trace (a live run) shows what a full replay shows at every step', () => {
+    // Allocations and frees over a few segments, one of them freed and one an expandable range that grows.
+    const events: AllocatorEvent[] = [];
+    let t = 0;
+    events.push(ev(t++, 'segment_alloc', base, 20 * MiB), ev(t++, 'segment_map', base + 100 * MiB, 4 * MiB));
+    for (let i = 0; i < 40; i++) {
+      events.push(ev(t++, 'alloc', base + (i % 10) * MiB, MiB, 'activations'));
+      if (i % 3 === 0) events.push(ev(t++, 'free_completed', base + (i % 10) * MiB, MiB));
+      if (i === 20)
+        events.push(ev(t++, 'segment_map', base + 104 * MiB, 2 * MiB), ev(t++, 'alloc', base + 103 * MiB, 2 * MiB, 'temporaries'));
+      if (i === 30) events.push(ev(t++, 'segment_alloc', base + 300 * MiB, 2 * MiB), ev(t++, 'alloc', base + 300 * MiB, 512, 'inputs'));
+      if (i === 35) events.push(ev(t++, 'free_completed', base + 300 * MiB, 512), ev(t++, 'segment_free', base + 300 * MiB, 2 * MiB));
+    }
+    const replay = new SegmentReplay();
+    const live: AllocatorEvent[] = [];
+    for (let n = 0; n < events.length; n += 7) {
+      live.push(...events.slice(n, n + 7)); // a batch arrives
+      const time = live[live.length - 1].t - 2; // the last sample can lag the last event
+      expect(replay.advance(live, time)).toEqual(segmentsAt(live, time));
+    }
+    expect(replay.advance(live, Infinity)).toEqual(segmentsAt(events, Infinity));
+    // Back in time, or a trace replaced by a shorter one (a reloaded run): replayed afresh.
+    expect(replay.advance(live, 10)).toEqual(segmentsAt(events, 10));
+    live.length = 5;
+    expect(replay.advance(live, Infinity)).toEqual(segmentsAt(events.slice(0, 5), Infinity));
   });
 });

@@ -82,10 +82,11 @@ describe('allocator history is bounded per run', () => {
     expect(thin.history()).toEqual({ recorded: 8 * 300 + 1, kept: kept.filter((e) => e.type === 'alloc').length, truncated: true });
   });
 
-  it('a deep checkpointed gpt stores bounded history marked truncated, and every export of it parses', async () => {
+  it('a deep checkpointed gpt stores bounded history marked truncated, streams viewers what it stores, and every export of it parses', async () => {
     const home = tempHome();
     const store = await RunStore.open(home);
-    const manager = new RunManager(native, store);
+    const live: RunEvent[] = [];
+    const manager = new RunManager(native, store, { progress: (p) => live.push(...p.events) });
     // One iteration of this model makes more allocator events than a run may store.
     const spec = {
       model: { kind: 'gpt', depth: 512, dim: 64, heads: 1, seq: 64, vocab: 100 },
@@ -106,6 +107,10 @@ describe('allocator history is bounded per run', () => {
     expect(rec.events.length).toBeLessThanOrEqual(HISTORY_CAP + 64);
     expect(rec.events.filter((e) => e.type === 'alloc')).toHaveLength(h.kept);
     expect(phasesPaired(rec.events)).toBe(true);
+    // A viewer is sent the trace the store keeps (not every recorded event), and every phase.
+    const allocs = (events: RunEvent[]) => events.filter((e) => e.type === 'alloc');
+    expect(allocs(live)).toEqual(allocs(rec.events));
+    expect(live.filter((e) => e.type === 'phase').length).toBeGreaterThanOrEqual(rec.events.filter((e) => e.type === 'phase').length);
 
     // Streamed JSON is the same text as the whole-string export, and valid.
     const streamed = await joined(runJsonPieces(rec.meta, () => store.chunks(run.runId)));

@@ -11,7 +11,7 @@ import { RunStore } from '../../main/store/store';
 import { RunManager } from '../../main/runner/manager';
 import { ProgressBatcher } from '../../main/runner/batcher';
 import { runFit } from '../../main/runner/fit';
-import { runSweep } from '../../main/runner/sweep';
+import { checkSweep, runSweep } from '../../main/runner/sweep';
 import { parseSpec, SpecError } from '../../main/contract/spec';
 import type { MemorySample, RunMeta, RunProgress } from '../../main/contract/runs';
 import { segmentsAt } from '../../renderer/src/lib/segments';
@@ -197,6 +197,7 @@ describe('runner (native worker thread, synthetic job)', () => {
       manager,
       { batch: 16 },
       {
+        parallel: 1,
         jobFor: (spec) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 }),
       },
     );
@@ -216,17 +217,49 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('fit reports 0 when even batch 1 does not fit', async () => {
     const { manager } = await setup();
-    const result = await runFit(manager, { batch: 4 }, { jobFor: () => synthetic({ steps: 2, oom_at: 0 }) });
+    const result = await runFit(manager, { batch: 4 }, { parallel: 1, jobFor: () => synthetic({ steps: 2, oom_at: 0 }) });
     expect(result.batch).toBe(0);
     expect(result.probes.map((p) => p.batch)).toEqual([4, 2, 1]);
   });
 
+  it('fit with three probes at once finds the same largest batch, running them together and reporting each', async () => {
+    const { manager } = await setup();
+    const limit = 300;
+    const jobFor = (spec: { batch: number }) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 });
+    const serial = await runFit(manager, { batch: 16 }, { parallel: 1, jobFor });
+    const seen: Array<[number, number, number]> = [];
+    let running = 0;
+    let most = 0;
+    const wide = await runFit(
+      manager,
+      { batch: 16 },
+      {
+        parallel: 3,
+        jobFor,
+        onRunStarted: (run) => {
+          most = Math.max(most, ++running);
+          void run.done.then(() => running--);
+        },
+        onProbe: (p, done, bound) => seen.push([p.value, done, bound]),
+      },
+    );
+    expect(wide.batch).toBe(serial.batch);
+    expect(wide.batch).toBe(limit);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(3);
+    for (const p of wide.probes) expect(p.ok).toBe(p.batch <= limit);
+    // Rounds of three: 16, 32, 64 | 128, 256, 512 | then three points splitting the interval.
+    expect(wide.probes.slice(0, 6).map((p) => p.batch)).toEqual([16, 32, 64, 128, 256, 512]);
+    expect(seen.map(([, done]) => done)).toEqual(wide.probes.map((_, i) => i + 1));
+    for (const [, done, bound] of seen) expect(bound).toBeGreaterThanOrEqual(done);
+  });
+
   it('sweeps one parameter, a run per value, and validates every value first', async () => {
     const { manager, store } = await setup();
-    await expect(runSweep(manager, {}, 'batch', [8, 0, 16], { jobFor: () => synthetic() })).rejects.toThrow(/value 2 \(0\): batch/);
-    await expect(runSweep(manager, {}, 'colour', [1])).rejects.toThrow(/not one of/);
+    expect(() => checkSweep({}, 'batch', [8, 0, 16])).toThrow(/value 2 \(0\): batch/);
+    expect(() => checkSweep({}, 'colour', [1])).toThrow(/not one of/);
     expect(await store.list()).toEqual([]);
-    const res = await runSweep(manager, { model: { kind: 'residual' } }, 'checkpoint', ['none', 'block', { every: 4 }], {
+    const res = await runSweep(manager, checkSweep({ model: { kind: 'residual' } }, 'checkpoint', ['none', 'block', { every: 4 }]), {
       jobFor: (spec) => synthetic({ steps: 5, oom_at: spec.checkpoint === 'none' ? 2 : -1 }),
     });
     expect(res.runs.map((r) => [r.value, r.status])).toEqual([
@@ -236,6 +269,24 @@ describe('runner (native worker thread, synthetic job)', () => {
     ]);
     const metas = await store.list();
     expect(metas.map((m) => m.spec.checkpoint).sort()).toEqual(['block', 'none', { every: 4 }].sort());
+  });
+
+  it("a sweep with runs at once lists them in the values' order, each reported as it ends", async () => {
+    const { manager } = await setup();
+    const values = [64, 8, 32, 16];
+    const ended: number[] = [];
+    // Larger batches take longer here, so runs end out of order.
+    const res = await runSweep(manager, checkSweep({}, 'batch', values), {
+      parallel: 3,
+      jobFor: (spec) => synthetic({ steps: spec.batch, step_ms: 0.5 }),
+      onRow: (row, _i, done, total) => {
+        ended.push(row.value as number);
+        expect(total).toBe(4);
+        expect(done).toBe(ended.length);
+      },
+    });
+    expect(res.runs.map((r) => [r.value, r.status])).toEqual(values.map((v) => [v, 'done']));
+    expect([...ended].sort((a, b) => a - b)).toEqual([8, 16, 32, 64]);
   });
 });
 

@@ -62,9 +62,11 @@ const fit: Command = async (args, io) => {
         max,
         signal,
         onRunStarted: (r) => started(r.runId),
-        onProbe: (p) => {
+        onProbe: (p, done, bound) => {
           if (!values.quiet)
-            io.err(`fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}\n`);
+            io.err(
+              `fit  ${param} ${p.value}: ${p.ok ? 'fits' : 'out of memory'}  peak ${formatBytes(p.peak_allocated)}  (probe ${done} of at most ${bound})\n`,
+            );
         },
       }),
     ));

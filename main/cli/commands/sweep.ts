@@ -5,15 +5,17 @@ import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { SWEEP_PARAMS } from '../../contract/sweep_params';
 import { openManager, readSpecFile, specUsage, untilInterrupted } from '../support';
-import { checkSweep, runSweep } from '../../runner/sweep';
+import { checkSweep, runSweep, type CheckedSweep } from '../../runner/sweep';
 import { summaryCsv } from '../../export/summary_csv';
+import { DEFAULT_PARALLEL } from '../../runner/pool';
 
-const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--json] [--csv FILE]
+const USAGE = `usage: vramlab sweep SPEC.json --param NAME --values V1,V2,... [--device ID] [--capacity SIZE] [--parallel N] [--json] [--csv FILE]
 
 Runs SPEC.json once per value of one parameter: ${SWEEP_PARAMS.join(', ')}.
 Model fields (seq, dim, heads, ...) go inside model, rank inside finetune (LoRA).
 Values are comma separated (numbers, words, every:N for a checkpoint interval) or a JSON array.
   --csv FILE  one summary row per run (spec columns and readings)
+  --parallel N  runs at once (default ${DEFAULT_PARALLEL}: the cores less one, 1 to 4)
 `;
 
 export function parseValues(text: string): unknown[] {
@@ -50,6 +52,7 @@ const sweep: Command = async (args, io) => {
       capacity: { type: 'string' },
       json: { type: 'boolean' },
       csv: { type: 'string' },
+      parallel: { type: 'string' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -63,17 +66,22 @@ const sweep: Command = async (args, io) => {
     io.err(USAGE);
     return 2;
   }
+  const parallel = values.parallel === undefined ? undefined : Number(values.parallel);
+  if (parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= 16))
+    throw new UsageError(`--parallel must be an integer from 1 to 16 (got ${values.parallel})`);
   const base = readSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
   const list = parseValues(values.values);
+  let sweep: CheckedSweep;
   try {
-    checkSweep(base, values.param, list); // every value's spec is valid before the first run
+    sweep = checkSweep(base, values.param, list); // every value's spec, validated once, before the first run
   } catch (err) {
     specUsage(err);
   }
   const manager = await openManager();
   const { result, cancelled } = await untilInterrupted(manager, (signal, started) =>
-    runSweep(manager, base, values.param!, list, {
+    runSweep(manager, sweep, {
       signal,
+      parallel,
       onRunStarted: (run, i) => {
         started(run.runId);
         if (!values.quiet) io.err(`sweep ${values.param}=${JSON.stringify(list[i])}  (${i + 1}/${list.length})\n`);

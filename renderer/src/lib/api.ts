@@ -12,9 +12,12 @@ export const api = {
   deleteRun: (t: Transport, id: string) => call(t, 'runs.delete', { id }),
   exportCsv: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportCsv', target),
   exportJson: (t: Transport, target: { id: string } | { ids: string[] }) => call(t, 'runs.exportJson', target),
-  startSweep: (t: Transport, spec: SpecInput, param: SweepParam, values: unknown[]) => call(t, 'sweep.start', { spec, param, values }),
-  startFixes: (t: Transport, spec: SpecInput) => call(t, 'fixes.start', { spec }),
-  startFit: (t: Transport, spec: SpecInput, param: FitParam = 'batch') => call(t, 'fit.start', { spec, param }),
+  /** workId (optional): names the work for its `work.progress` events and cancelWork. */
+  startSweep: (t: Transport, spec: SpecInput, param: SweepParam, values: unknown[], workId?: string) =>
+    call(t, 'sweep.start', { spec, param, values, workId }),
+  startFixes: (t: Transport, spec: SpecInput, workId?: string) => call(t, 'fixes.start', { spec, workId }),
+  startFit: (t: Transport, spec: SpecInput, param: FitParam = 'batch', workId?: string) => call(t, 'fit.start', { spec, param, workId }),
+  cancelWork: (t: Transport, workId: string) => call(t, 'work.cancel', { workId }),
   /** The spec simulated on its card; a newer request on the same channel cancels an older one. */
   predict: (t: Transport, spec: SpecInput, channel?: string) => call(t, 'run.predict', channel ? { spec, channel } : { spec }),
   /** Candidate changes simulated on the spec's card: those that fit, cheapest first. */

@@ -44,11 +44,48 @@ function blockFor(requested: number): number {
 
 /** Replays trace events (time order) with t <= time. */
 export function segmentsAt(events: readonly AllocatorEvent[], time: number): SegmentState {
-  const segs = new Map<number, { size: number; blocks: Map<number, MapBlock> }>();
-  const sortedAddrs = () => [...segs.keys()].sort((a, b) => a - b);
-  let order: number[] | null = null;
-  const findSegment = (addr: number): number | undefined => {
-    order ??= sortedAddrs();
+  return new SegmentReplay().advance(events, time);
+}
+
+/**
+ * The replay kept between calls, for a view that follows a live run's end: each call applies
+ * only the events that arrived since the last one (replaying the whole trace on every
+ * progress batch cost a live run's view O(events) per frame). A trace that shrank or a time
+ * that went back starts it over.
+ */
+export class SegmentReplay {
+  private segs = new Map<number, { size: number; blocks: Map<number, MapBlock> }>();
+  private order: number[] | null = null;
+  private source: readonly AllocatorEvent[] | null = null;
+  private applied = 0;
+  private time = -Infinity;
+  private cached: SegmentState | null = null;
+
+  /** The state after every event with t <= time. */
+  advance(events: readonly AllocatorEvent[], time: number): SegmentState {
+    if (events !== this.source || events.length < this.applied || time < this.time) this.restart(events);
+    this.time = time;
+    let changed = false;
+    while (this.applied < events.length && events[this.applied].t <= time) {
+      this.apply(events[this.applied++]);
+      changed = true;
+    }
+    if (changed || !this.cached) this.cached = this.state(time);
+    else if (this.cached.t !== time) this.cached = { ...this.cached, t: time };
+    return this.cached;
+  }
+
+  private restart(events: readonly AllocatorEvent[]): void {
+    this.segs = new Map();
+    this.order = null;
+    this.source = events;
+    this.applied = 0;
+    this.cached = null;
+  }
+
+  private findSegment(addr: number): number | undefined {
+    const segs = this.segs;
+    const order = (this.order ??= [...segs.keys()].sort((a, b) => a - b));
     let lo = 0;
     let hi = order.length - 1;
     let found: number | undefined;
@@ -61,31 +98,32 @@ export function segmentsAt(events: readonly AllocatorEvent[], time: number): Seg
     }
     if (found === undefined) return undefined;
     return addr < found + segs.get(found)!.size ? found : undefined;
-  };
-  for (const e of events) {
-    if (e.t > time) break;
+  }
+
+  private apply(e: AllocatorEvent): void {
+    const segs = this.segs;
     switch (e.action) {
       case 'segment_alloc':
       case 'segment_map': {
         // An expandable segment growing right after its mapped end extends that range.
-        const prev = e.action === 'segment_map' ? findSegment(e.addr - 1) : undefined;
+        const prev = e.action === 'segment_map' ? this.findSegment(e.addr - 1) : undefined;
         if (prev !== undefined) segs.get(prev)!.size += e.size;
         else segs.set(e.addr, { size: e.size, blocks: new Map() });
-        order = null;
+        this.order = null;
         break;
       }
       case 'segment_free':
       case 'segment_unmap': {
-        const s = findSegment(e.addr);
+        const s = this.findSegment(e.addr);
         if (s === undefined) break;
         const seg = segs.get(s)!;
         if (s === e.addr && e.size >= seg.size) segs.delete(s);
         else if (e.addr + e.size >= s + seg.size) seg.size = e.addr - s; // unmapped the tail
-        order = null;
+        this.order = null;
         break;
       }
       case 'alloc': {
-        const s = findSegment(e.addr);
+        const s = this.findSegment(e.addr);
         if (s === undefined) break;
         // Trace sizes are the requested bytes (as in PyTorch's trace); the allocator's block
         // (blockSize) also holds any remainder too small to split off. Runs stored before
@@ -98,44 +136,49 @@ export function segmentsAt(events: readonly AllocatorEvent[], time: number): Seg
       }
       case 'free':
       case 'free_completed': {
-        const s = findSegment(e.addr);
+        const s = this.findSegment(e.addr);
         if (s !== undefined) segs.get(s)!.blocks.delete(e.addr);
         break;
       }
     }
   }
-  let reserved = 0;
-  let allocated = 0;
-  let inactiveSplit = 0;
-  let cachedFree = 0;
-  let largestFree = 0;
-  const segments: MapSegment[] = [];
-  for (const addr of sortedAddrs()) {
-    const seg = segs.get(addr)!;
-    const blocks: MapBlock[] = [];
-    let cursor = addr;
-    let used = 0;
-    const live = [...seg.blocks.values()].sort((a, b) => a.addr - b.addr);
-    const gap = (to: number) => {
-      if (to > cursor) {
-        blocks.push({ addr: cursor, size: to - cursor, allocated: false, category: '', module: '' });
-        largestFree = Math.max(largestFree, to - cursor);
+
+  private state(time: number): SegmentState {
+    const segs = this.segs;
+    const sortedAddrs = () => [...segs.keys()].sort((a, b) => a - b);
+    let reserved = 0;
+    let allocated = 0;
+    let inactiveSplit = 0;
+    let cachedFree = 0;
+    let largestFree = 0;
+    const segments: MapSegment[] = [];
+    for (const addr of sortedAddrs()) {
+      const seg = segs.get(addr)!;
+      const blocks: MapBlock[] = [];
+      let cursor = addr;
+      let used = 0;
+      const live = [...seg.blocks.values()].sort((a, b) => a.addr - b.addr);
+      const gap = (to: number) => {
+        if (to > cursor) {
+          blocks.push({ addr: cursor, size: to - cursor, allocated: false, category: '', module: '' });
+          largestFree = Math.max(largestFree, to - cursor);
+        }
+      };
+      for (const b of live) {
+        gap(b.addr);
+        blocks.push(b);
+        used += b.size;
+        cursor = Math.max(cursor, b.addr + b.size);
       }
-    };
-    for (const b of live) {
-      gap(b.addr);
-      blocks.push(b);
-      used += b.size;
-      cursor = Math.max(cursor, b.addr + b.size);
+      gap(addr + seg.size);
+      reserved += seg.size;
+      allocated += used;
+      if (used > 0) inactiveSplit += seg.size - used;
+      else cachedFree += seg.size;
+      segments.push({ addr, size: seg.size, pool: seg.size === SMALL_SEGMENT ? 'small' : 'large', blocks, allocated: used });
     }
-    gap(addr + seg.size);
-    reserved += seg.size;
-    allocated += used;
-    if (used > 0) inactiveSplit += seg.size - used;
-    else cachedFree += seg.size;
-    segments.push({ addr, size: seg.size, pool: seg.size === SMALL_SEGMENT ? 'small' : 'large', blocks, allocated: used });
+    return { t: time, segments, reserved, allocated, inactiveSplit, cachedFree, largestFree };
   }
-  return { t: time, segments, reserved, allocated, inactiveSplit, cachedFree, largestFree };
 }
 
 /** The allocator's own snapshot (playground, snapshot import) as a segment map state. */
