@@ -27,7 +27,6 @@ struct Measure {
   Tensor forward(Model& m, const Tensor& x);
 };
 
-
 void run_train(Measure& m, Model& model);
 void run_inference(Measure& m, Model& model);
 void run_loss_accumulation(Measure& m, Model& model);
