@@ -2,30 +2,19 @@
 // rank's readings (the published FSDP2 run, rank by rank), NCCL's buffers beside the CUDA
 // context, the human table per rank, and `fit --param world` the smallest world that fits.
 // Needs the addon built with the engine (VRAMLAB_ADDON or build/Release).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../helpers/io';
 import reference from '../refs/dist_reference.json';
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-cli-par-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-cli-par-');
 
 const cli = runCli;
 let n = 0;
 function specFile(spec: unknown): string {
-  const f = path.join(dir, `spec${n++}.json`);
+  const f = path.join(home.dir, `spec${n++}.json`);
   writeFileSync(f, JSON.stringify(spec));
   return f;
 }

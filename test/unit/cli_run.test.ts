@@ -1,9 +1,9 @@
 // `vramlab run` end to end on the simulated device: the parity protocol's readings
 // through --json, invalid specs, OOM as a result, CSV export and the runs command.
 // Needs the addon built with the engine (VRAMLAB_ADDON or build/Release).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import Papa from 'papaparse';
 import { runCli } from '../helpers/io';
@@ -11,24 +11,13 @@ import reference from '../refs/pytorch_reference.json';
 import lossMeasured from '../refs/measured/h200_protocol_loss_matmul_warmup.json';
 
 const MiB = 2 ** 20;
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-cli-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-cli-');
 
 const cli = runCli;
 
 let n = 0;
 function specFile(spec: unknown): string {
-  const f = path.join(dir, `spec${n++}.json`);
+  const f = path.join(home.dir, `spec${n++}.json`);
   writeFileSync(f, typeof spec === 'string' ? spec : JSON.stringify(spec));
   return f;
 }
@@ -135,7 +124,7 @@ describe('vramlab run', () => {
     expect(r.err).toContain('model.depth: must be an integer from 1 to');
     expect(JSON.parse((await cli(['runs', '--json'])).out).every((m: { spec: { batch: number } }) => m.spec.batch !== 0)).toBe(true);
     expect((await cli(['run', specFile('{not json'), '--json'])).err).toMatch(/is not JSON/);
-    expect((await cli(['run', path.join(dir, 'missing.json')])).code).toBe(2);
+    expect((await cli(['run', path.join(home.dir, 'missing.json')])).code).toBe(2);
     expect((await cli(['run', specFile({ device: 'sim:nonesuch' }), '--json'])).err).toMatch(/nonesuch/);
     expect((await cli(['run', specFile({ alloc_conf: 'max_split_size_mb:1' }), '--json'])).err).toMatch(/max_split_size_mb/);
     expect((await cli(['run', specFile({ loss: 'hinge' }), '--json'])).err).toMatch(/loss: must be one of "sum", "mse", "cross_entropy"/);
@@ -160,7 +149,7 @@ describe('vramlab run', () => {
   });
 
   it('writes the timeline as CSV and manages runs through `vramlab runs`', async () => {
-    const csvFile = path.join(dir, 'timeline.csv');
+    const csvFile = path.join(home.dir, 'timeline.csv');
     const r = await cli([
       'run',
       specFile({ model: { kind: 'residual', depth: 4, dim: 256 }, batch: 32 }),
@@ -188,7 +177,7 @@ describe('vramlab run', () => {
     expect(list.find((m: { id: string }) => m.id === id).name).toBe('csv run');
     expect((await cli(['runs', 'rename', id, 'renamed', 'run'])).code).toBe(0);
     expect(JSON.parse((await cli(['runs', 'show', id, '--json'])).out).name).toBe('renamed run');
-    const summaryFile = path.join(dir, 'summary.csv');
+    const summaryFile = path.join(home.dir, 'summary.csv');
     expect((await cli(['runs', 'export-summary', '--csv', summaryFile])).code).toBe(0);
     const rows = Papa.parse<Record<string, unknown>>(readFileSync(summaryFile, 'utf8'), { header: true, skipEmptyLines: true }).data;
     expect(rows.length).toBe(list.length);

@@ -1,29 +1,18 @@
 // The CLI with the transformer families: `run` with a GPT spec, `fit --param seq` (the
 // longest sequence that fits), a sweep over seq and over the LoRA rank, and the help that
 // the catalogue writes. Relations only: transformer bytes may still move while parity work goes on.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../helpers/io';
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-cli-tf-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-cli-tf-');
 
 const cli = runCli;
 let n = 0;
 function specFile(spec: unknown): string {
-  const f = path.join(dir, `spec${n++}.json`);
+  const f = path.join(home.dir, `spec${n++}.json`);
   writeFileSync(f, JSON.stringify(spec));
   return f;
 }

@@ -1,9 +1,9 @@
 // The hf presets against the models' published sizes, and the presets whose rope types
 // (llama3, longrope, linear) the engine used to refuse, run through the CLI and the real addon.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
 import { parseSpec } from '../../main/contract/spec';
 import { parameterCount } from '../../main/contract/catalogue';
 import { runCli } from '../helpers/io';
@@ -31,22 +31,11 @@ describe('hf presets', () => {
   });
 });
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-hf-presets-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-hf-presets-');
 
 let n = 0;
 async function run(preset: string, extra: Record<string, unknown> = {}) {
-  const file = path.join(dir, `spec${n++}.json`);
+  const file = path.join(home.dir, `spec${n++}.json`);
   const spec = {
     model: { kind: 'hf', preset, seq: 256 },
     batch: 1,

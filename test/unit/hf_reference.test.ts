@@ -7,30 +7,19 @@
 // readings after the first backward (within 2.5 MiB), GPT-2 (run 2: the engine does not build
 // it yet), and generation's readings (PyTorch's peak_generate; the engine reports
 // peak_prefill / peak_decode, and holds the cache after generate()).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
 import { main } from '../../main/cli/main';
 import type { CliIO } from '../../main/cli/io';
 import { hfReference, protocolToSpec, type ReferenceRun } from '../helpers/hf_reference';
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-hf-ref-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-hf-ref-');
 
 let n = 0;
 async function runReference(ref: ReferenceRun) {
-  const file = path.join(dir, `spec${n++}.json`);
+  const file = path.join(home.dir, `spec${n++}.json`);
   writeFileSync(file, JSON.stringify({ ...protocolToSpec(ref.spec), device: 'sim:h200-141gb' }));
   let out = '';
   let err = '';

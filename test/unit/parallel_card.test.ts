@@ -2,29 +2,18 @@
 // data-parallel run holds: fit's whole-card line and table, sweep's column and the run's
 // verdict agree, and after an OOM every distinct rank has its own verdict (uneven shards at
 // world 3 make rank 2 smaller than ranks 0-1). Needs the addon built with the engine.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../helpers/io';
 import { formatBytes } from '../../main/contract/units';
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-par-card-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-par-card-');
 
 let n = 0;
 function specFile(spec: unknown): string {
-  const f = path.join(dir, `spec${n++}.json`);
+  const f = path.join(home.dir, `spec${n++}.json`);
   writeFileSync(f, JSON.stringify(spec));
   return f;
 }

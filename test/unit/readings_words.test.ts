@@ -1,24 +1,13 @@
 // Readings in words: the engine's keys get labels people read, and the two counts (cudaMalloc
 // and cudaFree calls) are shown as counts wherever a run is printed, never as bytes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { useTempHome } from '../helpers/temp_home';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../helpers/io';
 import { formatReading, isCountReading, readingLabel } from '../../main/contract/readings';
 
-let dir = '';
-let savedHome: string | undefined;
-beforeAll(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-readings-'));
-  savedHome = process.env.VRAMLAB_HOME;
-  process.env.VRAMLAB_HOME = path.join(dir, 'home');
-});
-afterAll(() => {
-  if (savedHome === undefined) delete process.env.VRAMLAB_HOME;
-  else process.env.VRAMLAB_HOME = savedHome;
-  rmSync(dir, { recursive: true, force: true });
-});
+const home = useTempHome('vramlab-readings-');
 
 describe('readings in words', () => {
   it('labels the protocol keys, iterations counted from 1', () => {
@@ -38,7 +27,7 @@ describe('readings in words', () => {
       batch: 2,
       shapes: { seq: { min: 16, max: 128 }, steps: 4 },
     };
-    const file = path.join(dir, 'spec.json');
+    const file = path.join(home.dir, 'spec.json');
     writeFileSync(file, JSON.stringify(spec));
     const { code, out } = await runCli(['run', file]);
     expect(code).toBe(0);
