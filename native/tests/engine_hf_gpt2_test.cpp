@@ -15,12 +15,7 @@ using namespace vramlab::engine;
 
 namespace {
 
-const SpecValue& load(const std::string& rel) {
-  static std::map<std::string, SpecValue> cache;
-  auto it = cache.find(rel);
-  if (it == cache.end()) it = cache.emplace(rel, load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + rel)).first;
-  return it->second;
-}
+const SpecValue& load(const std::string& rel) { return vramlab::spectest::repo_json(rel); }
 const SpecValue& published() { return load("test/refs/hf_reference.json"); }
 const SpecValue& measured() { return load("test/refs/measured/h100_hf_gpt2_rope.json"); }
 

@@ -18,12 +18,7 @@ using namespace vramlab::engine;
 
 namespace {
 
-const SpecValue& load(const std::string& rel) {
-  static std::map<std::string, SpecValue> cache;
-  auto it = cache.find(rel);
-  if (it == cache.end()) it = cache.emplace(rel, load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + rel)).first;
-  return it->second;
-}
+const SpecValue& load(const std::string& rel) { return vramlab::spectest::repo_json(rel); }
 const SpecValue& published() { return load("test/refs/transformer_reference.json"); }
 
 double tolerance(int64_t torch) { return std::max(0.01 * std::fabs(double(torch)), 2.0 * 1048576.0); }

@@ -3,6 +3,7 @@
 // contract's defaults. test/fixtures/spec_defaults.json is generated from
 // main/contract/catalogue (test/unit/spec_defaults.test.ts keeps it in step), so the
 // engine is tested on exactly the specs the contract hands it.
+#include <map>
 #include <string>
 
 #include "engine/experiment/experiment.h"
@@ -70,6 +71,15 @@ inline vramlab::engine::RunSpec spec(const SpecValue& partial) {
 }
 inline vramlab::engine::RunSpec spec(const std::string& partial_json) {
   return spec(vramlab::engine::parse_json(partial_json));
+}
+
+// A JSON file of the repository (test/refs/..., test/fixtures/...), read once per test binary.
+inline const SpecValue& repo_json(const std::string& rel) {
+  static std::map<std::string, SpecValue> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end())
+    it = cache.emplace(rel, vramlab::engine::load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + rel)).first;
+  return it->second;
 }
 
 }  // namespace vramlab::spectest

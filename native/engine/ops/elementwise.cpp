@@ -289,6 +289,27 @@ Tensor& add_(Tensor& a, const Tensor& b, double alpha) {
   return a;
 }
 
+Tensor& div_(Tensor& a, const Tensor& b) {
+  check_inplace(a);
+  Shape shape = broadcast_shapes(a.sizes(), b.sizes());
+  if (shape != a.sizes())
+    throw std::invalid_argument("output with shape " + a.shape_string() + " doesn't match the broadcast shape " +
+                                shape_str(shape));
+  auto n = make_node<DivBackward0>({&a, &b});
+  if (n) {
+    // other's gradient reads self as it was: autograd saves original_self, a clone made first
+    if (n->should_compute_output(1)) {
+      NoGradGuard ng;
+      n->self_ = SavedVariable(a.clone(), false);
+    }
+    n->other_ = SavedVariable(b, false);
+  }
+  be().binary(BinaryOp::Div, a, a, expand_to(b, shape), 0.0);
+  a.bump_version();
+  rebase(a, n);
+  return a;
+}
+
 Tensor& add_(Tensor& a, double s) {
   check_inplace(a);
   auto n = make_node<AddBackward1>({&a});

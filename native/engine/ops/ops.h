@@ -58,6 +58,7 @@ Tensor& add_(Tensor& a, double s);
 Tensor& mul_(Tensor& a, const Tensor& b);
 Tensor& mul_(Tensor& a, double s);
 Tensor& div_(Tensor& a, double s);
+Tensor& div_(Tensor& a, const Tensor& b);      // saves a clone of self when other needs a gradient
 Tensor pow(const Tensor& a, double exponent);  // pow.Tensor_Scalar
 Tensor rsqrt(const Tensor& a);
 Tensor silu(const Tensor& a);

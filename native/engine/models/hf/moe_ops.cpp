@@ -55,27 +55,6 @@ struct TopkBackward0 : Node {
   void release_variables() override { indices_.reset_data(); }
 };
 
-struct DivBackward0 : Node {
-  SavedVariable self_, other_;
-  std::string name() const override { return "DivBackward0"; }
-  TensorList apply(TensorList& g) override {
-    if (!g[0].defined()) return undefined_grads(2);
-    TensorList r(2);
-    Tensor other = other_.unpack(this);
-    if (should_compute_output(1)) {
-      // div_tensor_other_backward: -grad * ((self / other) / other)
-      Tensor q = div(div(self_.unpack(this), other), other);
-      r[1] = mul(neg(g[0]), q);
-    }
-    if (should_compute_output(0)) r[0] = div(g[0], other);
-    return r;
-  }
-  void release_variables() override {
-    self_.reset_data();
-    other_.reset_data();
-  }
-};
-
 // index_put_(zeros, [index], grad, accumulate=True) on CUDA (index_put_with_sort_kernel):
 // the linear index (remainder, then times the row stride), the sorted keys and their
 // original positions, and CUB's radix sort of them over an arange.
@@ -219,20 +198,6 @@ void topk_last(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
     with_history(values, n);
     n->indices_ = SavedVariable(indices, false);
   }
-}
-
-void div_(Tensor& a, const Tensor& b) {
-  check_inplace(a);
-  auto n = make_node<DivBackward0>({&a, &b});
-  if (n) {
-    if (n->should_compute_output(1)) {
-      NoGradGuard ng;
-      n->self_ = SavedVariable(a.clone(), false);  // original_self
-    }
-    n->other_ = SavedVariable(b, false);
-  }
-  a.bump_version();
-  rebase(a, n);
 }
 
 void sort_1d(const Tensor& x, Tensor& values, Tensor& indices) {

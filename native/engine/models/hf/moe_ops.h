@@ -18,9 +18,6 @@ std::shared_ptr<Storage> scratch(size_t bytes, const char* op);
 Tensor softmax_last(const Tensor& x);
 // topk over the last dim: values (differentiable) and int64 indices (kept by the node).
 void topk_last(const Tensor& x, int64_t k, Tensor& values, Tensor& indices);
-// a /= b in place, b broadcast: DivBackward0 keeps b and, because `other`'s gradient
-// needs the value before the division, a clone of a taken before it (original_self).
-void div_(Tensor& a, const Tensor& b);
 // torch.sort of a 1-D int64 tensor: sorted values and permutation (no gradient).
 void sort_1d(const Tensor& x, Tensor& values, Tensor& indices);
 // src[index] with a 1-D int64 index over dim 0 (IndexBackward0 keeps the index; its
