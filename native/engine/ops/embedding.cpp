@@ -15,12 +15,6 @@ constexpr int64_t kRowsPerThread = 10;       // NROWS_PER_THREAD: partial segmen
 
 DType acc_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
 
-// CUB's temporary storage: a byte buffer of exactly the size CUB asks for (the
-// allocator's requested bytes are PyTorch's to the byte).
-std::shared_ptr<Storage> cub_scratch(size_t bytes, const char* op) {
-  return current_context().allocate_storage(bytes, current_tag(op));
-}
-
 Tensor dense_backward(const Tensor& grad_in, const Tensor& indices, int64_t num_weights) {
   const int64_t n = indices.numel(), c = grad_in.size(-1);
   Tensor grad = grad_in.contiguous().view({n, c});
@@ -34,7 +28,7 @@ Tensor dense_backward(const Tensor& grad_in, const Tensor& indices, int64_t num_
   Tensor orig = make_tensor({n}, DType::Int64, "embedding_dense_backward");
   {
     Tensor range = arange(0, n);
-    auto tmp = cub_scratch(cub_radix_sort_pairs_bytes(n, 8, 8, 64), "cub::DeviceRadixSort");
+    auto tmp = scratch(cub_radix_sort_pairs_bytes(n, 8, 8, 64), "cub::DeviceRadixSort");
   }
   // embedding_backward_cuda_kernel
   Tensor gw = zeros({num_weights, c}, grad.dtype());
@@ -42,12 +36,12 @@ Tensor dense_backward(const Tensor& grad_in, const Tensor& indices, int64_t num_
   Tensor num_segments = make_tensor({}, DType::Int64, "embedding_backward");
   {
     Tensor dummy = make_tensor({n}, DType::Int64, "embedding_backward");
-    auto tmp = cub_scratch(cub_scan_bytes(n), "cub::DeviceSelect::UniqueByKey");
+    auto tmp = scratch(cub_scan_bytes(n), "cub::DeviceSelect::UniqueByKey");
   }
   const int64_t max_segments = std::min(n, num_weights);
   Tensor partials_per_segment = make_tensor({max_segments}, DType::Int64, "embedding_backward");
   Tensor partials_offset = make_tensor({max_segments}, DType::Int64, "embedding_backward");
-  { auto tmp = cub_scratch(cub_scan_bytes(max_segments), "cub::DeviceScan::ExclusiveSum"); }
+  { auto tmp = scratch(cub_scan_bytes(max_segments), "cub::DeviceScan::ExclusiveSum"); }
   Tensor num_partial = make_tensor({}, DType::Int64, "embedding_backward");
   const int64_t max_partial = n / kRowsPerThread + max_segments;
   Tensor partial_offset = make_tensor({max_partial}, DType::Int64, "embedding_backward");

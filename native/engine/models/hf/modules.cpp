@@ -6,6 +6,7 @@
 #include "engine/autocast/autocast.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/common.h"
+#include "engine/ops/cub_temp.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine::hf {
@@ -119,35 +120,38 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
   sin = s32.to(dtype);
 }
 
-namespace {
-// A torch.bool tensor of `shape`: one byte per element (the engine has no bool dtype; the
-// allocator sees the same rounded size).
-Tensor bool_tensor(const Shape& shape, const char* op) {
-  const int64_t n = shape_numel(shape);
-  return make_tensor({(n + 1) / 2}, DType::Float16, op);
-}
-}  // namespace
-
 void packed_sequence_check(const Tensor& position_ids, int64_t batch) {
+  // find_packed_sequence_indices: its locals (first_dummy_value, position_diff,
+  // packed_sequence_mask) live until it returns.
   NoGradGuard ng;
   const int64_t T = position_ids.size(1);
+  Tensor first = make_tensor({batch, 1}, DType::Int64, "sub");  // position_ids[:, :1] - 1
   Tensor diff;
   {
-    // first_dummy_value = position_ids[:, :1] - 1; torch.diff(position_ids, prepend=...)
-    Tensor first = make_tensor({batch, 1}, DType::Int64, "sub");
+    // torch.diff(position_ids, prepend=first_dummy_value, dim=-1): the joined input, then the difference
     Tensor joined = make_tensor({batch, T + 1}, DType::Int64, "cat");
     diff = make_tensor({batch, T}, DType::Int64, "sub");
   }
   Tensor mask;
   {
-    Tensor ne = bool_tensor({batch, T}, "ne");  // (position_diff != 1)
+    // (position_diff != 1).cumsum(-1): the int64 result, then cumsum's cast of its bool
+    // input (impl_func_cum_ops: self.to(result dtype)); a scan over the whole tensor (one
+    // row) runs through CUB, whose scratch ATen takes from the allocator (scan_dim).
+    Tensor ne = bool_tensor(batch * T, "ne");
     mask = make_tensor({batch, T}, DType::Int64, "cumsum");
+    Tensor cast = make_tensor({batch, T}, DType::Int64, "cumsum");
+    if (batch == 1) scratch(cub_scan_bytes(T), "cub::DeviceScan::InclusiveScan");
+    cast.reset();
   }
   {
-    // (packed_sequence_mask[:, -1] == 0).all()
-    Tensor eq = bool_tensor({batch}, "eq");
-    Tensor all = bool_tensor({}, "all");
+    // (packed_sequence_mask[:, -1] == 0).all(): the comparison goes first
+    Tensor eq = bool_tensor(batch, "eq");
+    Tensor all = bool_tensor(1, "all");
+    eq.reset();
   }
+  first.reset();
+  diff.reset();
+  mask.reset();
 }
 
 Tensor new_gelu(const Tensor& x) {

@@ -10,6 +10,7 @@
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe_ops.h"
+#include "engine/ops/common.h"
 #include "engine/ops/cub_temp.h"
 #include "engine/ops/ops.h"
 

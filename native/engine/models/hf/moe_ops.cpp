@@ -169,13 +169,6 @@ struct GroupedMmBackward0 : Node {
 
 Tensor int32_tensor(const Shape& sizes, const char* op) { return make_tensor(sizes, DType::Float32, op); }
 
-Tensor bool_tensor(int64_t numel, const char* op) { return make_tensor({(numel + 1) / 2}, DType::Float16, op); }
-
-std::shared_ptr<Storage> scratch(size_t bytes, const char* op) {
-  if (bytes == 0) return nullptr;
-  return current_context().allocate_storage(bytes, current_tag(op));
-}
-
 Tensor softmax_last(const Tensor& x) {
   auto n = make_node<SoftmaxBackward0>({&x});
   Tensor out = make_tensor(x.sizes(), x.dtype(), "_softmax");

@@ -10,9 +10,6 @@ namespace vramlab::engine::hf {
 
 // torch.int32 / torch.bool tensors: the engine has neither dtype, the allocator sees bytes.
 Tensor int32_tensor(const Shape& sizes, const char* op);
-Tensor bool_tensor(int64_t numel, const char* op);
-// A buffer taken from the caching allocator for the length of a kernel (CUB's scratch).
-std::shared_ptr<Storage> scratch(size_t bytes, const char* op);
 
 // softmax over the last dim (its node keeps the result).
 Tensor softmax_last(const Tensor& x);

@@ -4,7 +4,7 @@
 
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
-#include "engine/ops/ops.h"
+#include "engine/ops/common.h"
 
 namespace vramlab::engine::hf {
 
@@ -12,9 +12,6 @@ namespace {
 
 const char* const kTypes[] = {"default", "linear", "dynamic", "yarn", "longrope", "llama3"};
 
-// A torch.bool tensor: one byte per element (the engine has no bool dtype; the allocator
-// sees the same rounded size).
-Tensor bool_tensor(int64_t n, const char* op) { return make_tensor({(n + 1) / 2}, DType::Float16, op); }
 Tensor f32(int64_t n, const char* op) { return make_tensor({n}, DType::Float32, op); }
 
 // 1.0 / x: Tensor.__rtruediv__ is x.reciprocal() * 1.0 (the reciprocal freed after the mul)
