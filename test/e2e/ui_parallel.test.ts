@@ -38,8 +38,8 @@ describe.skipIf(!haveChromium())('UI: data parallel', () => {
     // Allocator history is recorded for one GPU only: choosing FSDP2 turned it off.
     expect(await page.getByTestId('field-history').isChecked()).toBe(false);
     // The prediction counts NCCL's buffers on the card too.
-    await page.locator('[data-testid="predicted-fits"]', { hasText: '+ NCCL' }).waitFor({ timeout: 30_000 });
-    expect(await page.getByTestId('predicted-context').textContent()).toMatch(/and NCCL's [0-9.]+ MiB per rank/);
+    await page.locator('[data-testid="predicted-context"]', { hasText: '+ NCCL' }).waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('predicted-context').textContent()).toMatch(/\+ NCCL [0-9.]+ MiB per rank/);
     await page.getByTestId('run').click();
     expect(await waitForRun(page, 'ui_parallel')).toBe('done');
 
