@@ -150,4 +150,26 @@ describe.skipIf(!haveChromium())('UI: PyTorch memory snapshots', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it('cancels a large upload between its chunks, says so, and opens the next file', async () => {
+    const { page, errors } = await openLab(env, 'snapshots');
+    await page.getByTestId('snap-drop').waitFor();
+    // 32 MiB: about 90 chunks, each a round trip over the WebSocket.
+    const big = { name: 'big.pickle', mimeType: 'application/octet-stream', buffer: Buffer.alloc(32 << 20) };
+    await page.getByTestId('snap-file').setInputFiles(big);
+    await page
+      .getByTestId('snap-progress')
+      .filter({ hasText: /of \d+ chunks/ })
+      .waitFor({ timeout: 30_000 });
+    await page.getByTestId('snap-cancel').click();
+    const note = page.getByTestId('snap-cancelled');
+    await note.waitFor({ timeout: 30_000 });
+    expect(await note.textContent()).toMatch(/opening big\.pickle was cancelled after \d+ of \d+ chunks/);
+    expect(await page.getByTestId('snap-open-error').count()).toBe(0);
+    // Nothing is stuck: the next file opens.
+    await page.getByTestId('snap-file').setInputFiles(RESNET);
+    await page.getByTestId('snap-name').filter({ hasText: 'resnet18_sgd.pickle' }).waitFor({ timeout: 30_000 });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });

@@ -31,16 +31,25 @@ function newUploadId(): string {
   return `up-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 }
 
+/** Thrown when the caller's signal stops an upload between chunks. */
+export class UploadCancelled extends Error {
+  override name = 'UploadCancelled';
+}
+
+/** Sends `file`; `signal` stops it before the next chunk (the host drops a partial upload once
+ *  it has been idle). The last chunk's reply waits for the host's decode, which runs to its end. */
 export async function uploadSnapshot(
   t: Transport,
   file: SnapshotSource,
   onProgress?: (sent: number, total: number) => void,
+  signal?: AbortSignal,
 ): Promise<SnapSummary> {
   if (file.size === 0) throw new Error(`${file.name} is empty`);
   if (file.size > SNAPSHOT_MAX_FILE_BYTES) throw new Error(`${file.name} is larger than vramlab opens (1 GiB)`);
   const total = Math.ceil(file.size / SNAPSHOT_CHUNK_BYTES);
   const uploadId = newUploadId();
   for (let index = 0; index < total; index++) {
+    if (signal?.aborted) throw new UploadCancelled(`opening ${file.name} was cancelled after ${index} of ${total} chunks`);
     const start = index * SNAPSHOT_CHUNK_BYTES;
     const bytes = new Uint8Array(await readBlob(file.slice(start, Math.min(file.size, start + SNAPSHOT_CHUNK_BYTES))));
     const r = await call(t, 'snapshot.upload', { uploadId, index, total, chunk: toBase64(bytes), name: file.name.slice(0, 256) });
