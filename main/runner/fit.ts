@@ -136,6 +136,18 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     for (const [v, ok] of tried) if (ok && v > lo && v < hi) lo = v;
   };
 
+  /** The answer: `value` (0: none fits) with the batch its probe ran at, and every probe. */
+  const result = (value: number) => ({
+    fitId,
+    param,
+    value,
+    batch: probes.find((p) => p.value === value && p.ok)?.batch ?? 0,
+    capacity: spec.capacity ?? card.total,
+    total: card.total,
+    context: card.context,
+    probes,
+  });
+
   if (param === 'world') {
     // Memory per rank shrinks as ranks are added: the smallest world that fits, over the
     // powers of two (the worlds people launch) up to max. 0: none fits.
@@ -146,17 +158,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
       await round(worlds);
       found = worlds.find((x) => tried.get(x)) ?? 0;
     }
-    const best = probes.find((p) => p.value === found && p.ok);
-    return {
-      fitId,
-      param,
-      value: found,
-      batch: best?.batch ?? 0,
-      capacity: spec.capacity ?? card.total,
-      total: card.total,
-      context: card.context,
-      probes,
-    };
+    return result(found);
   }
   // Doubling from the spec's value until a run fails (or max fits).
   let v = Math.min(Number(paramValue(spec as unknown as SpecInput, param)) || 1, max);
@@ -178,15 +180,5 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     }
     await round(mids);
   }
-  const best = probes.find((p) => p.value === lo && p.ok);
-  return {
-    fitId,
-    param,
-    value: lo,
-    batch: best?.batch ?? 0,
-    capacity: spec.capacity ?? card.total,
-    total: card.total,
-    context: card.context,
-    probes,
-  };
+  return result(lo);
 }

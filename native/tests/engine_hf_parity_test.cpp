@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "device/device.h"
 #include "hf_spec_util.h"
 
 using namespace vramlab::engine;
@@ -129,7 +130,9 @@ RunResult capped(const SpecValue& protocol_spec, int64_t seq, int64_t cap) {
   p["seq"] = SpecValue::number(double(seq));
   auto f = vramlab::spectest::hf_spec(SpecValue::object(p), "sim:h100-80gb").fields();
   char frac[64];
-  std::snprintf(frac, sizeof frac, "per_process_memory_fraction:%.17f", double(cap) / 85017493504.0);
+  // as the runner turns a capacity into PyTorch's fraction of the card's total
+  const double total = double(vramlab::open_device("sim:h100-80gb")->info().total);
+  std::snprintf(frac, sizeof frac, "per_process_memory_fraction:%.17f", double(cap) / total);
   f["alloc_conf"] = SpecValue::string(frac);
   return run_experiment(read_run_spec(SpecValue::object(f)));
 }
