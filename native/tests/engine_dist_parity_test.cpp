@@ -1,17 +1,21 @@
 // Data parallel on the simulated H100, against PyTorch 2.11 on two GPUs:
 // - test/refs/dist_reference.json (2x H200, published): every launch's readings;
 // - test/refs/measured/h100x2_dist_more.json and h100x2_ddp.json (2x H100, ours).
-// FSDP2 is deterministic and rank-symmetric in PyTorch. The configurations with a bf16
-// param_dtype (the GPT ones, and Llama under autocast) must be exact on every rank, every
-// reading; the rest (fp32 parameters: a block that lands in a different free block of the
-// default stream's pool at the first optimizer step, found 0.5 to 3.5 MiB apart; Llama with
-// a bf16 param_dtype: FSDP's cast of the rotary tables is not modelled) within max(2%,
-// 4 MiB). Printed per configuration: EXACT or the differences in MiB. A reference launch
-// that PyTorch itself failed ("error") is skipped, as in the transformer parity test.
+// FSDP2 is deterministic and rank-symmetric in PyTorch: every configuration must be exact
+// on every rank, every reading, but one: Llama with a bf16 param_dtype, whose forward peak
+// is 1 MiB low because the driver lays segments out differently in a process that runs
+// NCCL (DdpAndFsdpExactAtTheDriversRecordedAddresses holds it exact at that launch's own
+// addresses). Printed per configuration: EXACT or the differences in MiB. A reference
+// launch that PyTorch itself failed ("error") is skipped, as in the transformer parity
+// test: the published checkpointed Llama run fails in PyTorch with a CheckpointError (our
+// H100 launch too): FSDPState._pre_forward returns before cast_forward_inputs during a
+// checkpoint recomputation, so the recomputed rotary products see fp32 tables where the
+// forward saw bf16 ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 
@@ -46,13 +50,11 @@ std::vector<Launches> configs(const std::string& kind) {
 
 }  // namespace
 
+// Only the address layout keeps this one from exact (1 MiB at the forward peak).
 bool must_be_exact(const SpecValue& spec) {
   const SpecValue* pd = spec["parallel"].find("param_dtype");
   const bool bf16_params = pd && !pd->is_null() && pd->as_string("param_dtype") == "bf16";
-  const std::string kind = spec["model"]["kind"].as_string("kind");
-  const SpecValue* prec = spec.find("precision");
-  const bool autocast_bf16 = prec && prec->as_string("precision") == "bf16";
-  return (kind == "gpt" && bf16_params) || (kind == "llama" && !bf16_params && autocast_bf16);
+  return !(spec["model"]["kind"].as_string("kind") == "llama" && bf16_params);
 }
 
 TEST(DistParity, Fsdp2EveryRankMatchesPyTorch) {
@@ -75,7 +77,7 @@ TEST(DistParity, Fsdp2EveryRankMatchesPyTorch) {
           if (want_exact)
             EXPECT_EQ(ours, torch) << "rank " << k << " " << key;
           else
-            EXPECT_LE(std::abs(double(ours - torch)), std::max(0.02 * double(torch), 4.0 * 1048576.0))
+            EXPECT_LE(std::abs(double(ours - torch)), 1048576.0)
                 << "rank " << k << " " << key << ": ours " << ours << " vs torch " << torch;
           if (ours != torch && k == 0 && launch == c.ranks.front()) {
             all = false;
@@ -132,7 +134,11 @@ TEST(DistParity, Fsdp2SymmetricRanksSimulatedOnce) {
 // gradient_as_bucket_view (the AccumulateGrad gradients freed into the buckets) and the
 // published GPT-2 124M bf16 run. With separate .grad tensors on the smaller models a block
 // of the first backward or optimizer step lands in another free block of the pool, 1 to 4
-// MiB apart, as in the fp32 FSDP2 runs: there, within 4 MiB (reserved: one 20 MiB segment).
+// MiB apart: the driver placed the segments of PyTorch's NCCL process in another order than
+// the simulated device's layout (a fresh single-GPU process's), and the allocator breaks
+// ties between equal free blocks by address. At the launch's recorded addresses the first
+// iteration is exact (DdpAndFsdpExactAtTheDriversRecordedAddresses); here, within 4 MiB
+// (reserved: one 20 MiB segment).
 TEST(DistParity, DdpFirstIterationExactLaterInsideRange) {
   int total = 0, exact_configs = 0;
   const double tol = 4.0 * 1048576.0;
@@ -221,4 +227,34 @@ TEST(DistParity, DdpRangeIsTheFirstBucketsAndRanksAreOne) {
     }
   }
   EXPECT_TRUE(any);
+}
+
+// The engine's allocation sequence without the address layout in the way: each traced
+// launch (test/refs/measured/h100x2_dist_addresses.json) simulated with the simulated device
+// handing out the addresses the driver gave that launch's rank 0, in order. DDP's first
+// iteration (published runs 6 and 8: 4 and 1 MiB off under the layout) and every FSDP2
+// reading (run 4: 1 MiB off) must equal the launch's rank 0 to the byte.
+TEST(DistParity, DdpAndFsdpExactAtTheDriversRecordedAddresses) {
+  const SpecValue& f = load("test/refs/measured/h100x2_dist_addresses.json");
+  int checked = 0;
+  for (auto& run : f["runs"].items()) {
+    SCOPED_TRACE(run["spec"].to_json());
+    std::vector<uintptr_t> addresses;
+    for (auto& a : run["segment_addresses"].items())
+      addresses.push_back(std::stoull(a.as_string("address"), nullptr, 16));
+    const bool ddp = run["spec"]["parallel"]["kind"].as_string("kind") == "ddp";
+    RunResult at = run_experiment_at_addresses(vramlab::spectest::spec(run["spec"]), addresses);
+    RunResult layout = run_experiment(vramlab::spectest::spec(run["spec"]));
+    bool layout_exact = true;
+    for (auto& [key, val] : run["readings"].fields()) {
+      // DDP after the bucket rebuild depends on NCCL's watchdog (a range, tested above)
+      if (ddp && (key == "reserved_peak" || (key.rfind("it", 0) == 0 && key.rfind("it0_", 0) != 0))) continue;
+      EXPECT_EQ(at.at(key), val.as_int(key)) << key;
+      layout_exact = layout_exact && layout.at(key) == val.as_int(key);
+      ++checked;
+    }
+    // the layout alone made the difference: without the recorded addresses it is not exact
+    EXPECT_FALSE(layout_exact);
+  }
+  EXPECT_GE(checked, 20);
 }

@@ -101,16 +101,17 @@ FsdpOptions fsdp_options(const RunSpec& spec, int64_t rank) {
 }
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold = false);
+                   int64_t rank, bool ddp_hold = false, const std::vector<uintptr_t>* addresses = nullptr);
 
 // DDP: every rank runs the same program on the same sizes, so one simulation stands for
 // all; what PyTorch leaves to timing (when the watchdog releases the first iteration's
 // buckets, see ddp.h) is simulated at both ends, and every reading that differs between
 // them is reported as the range [low, high]. The readings, timeline and peaks are the held
 // side's: what fit and the OOM verdict must plan for (and what most launches measured).
-RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event) {
-  RunResult out = run_rank(spec, options, std::move(on_event), 0, true);
-  RunResult released = run_rank(spec, options, nullptr, 0, false);
+RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
+                  const std::vector<uintptr_t>* addresses) {
+  RunResult out = run_rank(spec, options, std::move(on_event), 0, true, addresses);
+  RunResult released = run_rank(spec, options, nullptr, 0, false, addresses);
   for (size_t i = 0; i < out.readings.size(); ++i) {
     const auto& [k, v] = out.readings[i];
     const int64_t h = released.at(k);
@@ -123,13 +124,11 @@ RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<
   return out;
 }
 
-}  // namespace
-
-RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
-                         std::function<void(const EngineEvent&)> on_event) {
-  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0);
+RunResult run_any(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
+                  const std::vector<uintptr_t>* addresses) {
+  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0, false, addresses);
   if (spec.mode != RunMode::Train) throw std::invalid_argument("spec.parallel applies to mode \"train\"");
-  if (spec.parallel.kind == "ddp") return run_ddp(spec, options, std::move(on_event));
+  if (spec.parallel.kind == "ddp") return run_ddp(spec, options, std::move(on_event), addresses);
   if (spec.parallel.kind != "fsdp2")
     throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
   // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
@@ -153,7 +152,8 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
   for (int64_t r = 0; r < W; ++r) {
     std::vector<int64_t> sig;
     for (int64_t rows : dim0) sig.push_back(fsdp_local_rows(rows, W, r));
-    if (first_rank.emplace(sig, r).second) sims.emplace(r, run_rank(spec, options, r == 0 ? on_event : nullptr, r));
+    if (first_rank.emplace(sig, r).second)
+      sims.emplace(r, run_rank(spec, options, r == 0 ? on_event : nullptr, r, false, addresses));
   }
   out = std::move(sims.at(0));
   for (int64_t r = 0; r < W; ++r) {
@@ -166,11 +166,28 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
   return out;
 }
 
+}  // namespace
+
+RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
+                         std::function<void(const EngineEvent&)> on_event) {
+  return run_any(spec, options, std::move(on_event), nullptr);
+}
+
+RunResult run_experiment_at_addresses(const RunSpec& spec, const std::vector<uintptr_t>& segment_addresses,
+                                      const RunOptions& options) {
+  return run_any(spec, options, nullptr, &segment_addresses);
+}
+
 namespace {
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold) {
+                   int64_t rank, bool ddp_hold, const std::vector<uintptr_t>* addresses) {
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
+  if (addresses) {
+    auto* sim = dynamic_cast<SimDevice*>(s.device.get());
+    if (!sim) throw std::invalid_argument("recorded segment addresses apply to the simulated device only");
+    sim->set_address_script(*addresses);
+  }
   EngineContext& ctx = *s.ctx;
   int64_t nccl = 0;
   if (!spec.parallel.kind.empty()) {

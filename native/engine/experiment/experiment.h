@@ -4,6 +4,7 @@
 // workspaces, then the model, its input and the measured loop of the spec's mode
 // (train, inference, loss_accumulation, generate). Readings are memory_allocated()
 // (reserved for reserved_*) relative to the base read after the warm-up.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -40,6 +41,13 @@ void check_run_spec(const RunSpec& spec);
 
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options = {},
                          std::function<void(const EngineEvent&)> on_event = {});
+
+// The same run with the simulated device handing out `segment_addresses` (a recorded
+// run's cudaMalloc addresses, in order; PyTorch's trace of the same protocol) instead of
+// its address layout's: best-fit ties between equal free blocks then break as they did in
+// that process. Every rank simulated uses the same list.
+RunResult run_experiment_at_addresses(const RunSpec& spec, const std::vector<uintptr_t>& segment_addresses,
+                                      const RunOptions& options = {});
 
 // The seed example "Tracking GPU memory during training" (absolute readings): a plain
 // matmul warm-up, the seed MLP, one forward, loss = y.sum(), backward.

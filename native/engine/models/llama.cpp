@@ -10,6 +10,7 @@
 #include "engine/models/transformer_common.h"
 #include "engine/nn/checkpointing.h"
 #include "engine/nn/embedding.h"
+#include "engine/nn/forward_inputs.h"
 #include "engine/nn/lora.h"
 #include "engine/nn/rms_norm.h"
 #include "engine/ops/attention.h"
@@ -204,8 +205,9 @@ class Llama : public Model {
     Tensor x = (*tok_)(idx);
     x = run_blocks(size_t(L_), x, checkpoint_,
                    [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
-                     return blocks_[i]->hooked(
-                         h, [&](const Tensor& in) { return blocks_[i]->forward3(in, ex[0], ex[1]); });
+                     // the tables as the block's forward inputs (fully_shard may cast them)
+                     Tensor cos = forward_input(*blocks_[i], ex[0]), sin = forward_input(*blocks_[i], ex[1]);
+                     return blocks_[i]->hooked(h, [&](const Tensor& in) { return blocks_[i]->forward3(in, cos, sin); });
                    },
                    {cos_.slice(0, 0, T), sin_.slice(0, 0, T)});
     Tensor h;

@@ -9,6 +9,7 @@
 #include "engine/autograd/engine.h"
 #include "engine/autograd/node.h"
 #include "engine/core/grad_mode.h"
+#include "engine/nn/forward_inputs.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine {
@@ -43,6 +44,15 @@ struct Group {
   bool reshard_after_forward = true;
 };
 
+// t.data = src: t's tensor now uses src's block (its own goes once nothing else holds it).
+void set_data(const Tensor& t, const Tensor& src) {
+  TensorImpl* impl = t.impl();
+  impl->storage = src.impl()->storage;
+  impl->dtype = src.dtype();
+  impl->strides = src.strides();
+  impl->offset = src.storage_offset();
+}
+
 Shape rest_shape(const Shape& s, int64_t rows) {
   Shape r = s;
   if (!r.empty()) r[0] = rows;
@@ -51,7 +61,7 @@ Shape rest_shape(const Shape& s, int64_t rows) {
 
 }  // namespace
 
-struct Fsdp::Impl : ForwardHooks {
+struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
   EngineContext* ctx = nullptr;
   FsdpOptions o;
   std::vector<std::unique_ptr<FParam>> params;
@@ -119,6 +129,14 @@ struct Fsdp::Impl : ForwardHooks {
     to_sharded(g);
   }
 
+  // FSDPState._pre_forward's cast_forward_inputs: every floating input to param_dtype (a
+  // new block), except in a checkpoint recomputation, which returns before the cast.
+  Tensor cast_input(Module& m, const Tensor& t) override {
+    if (!o.has_param_dtype || !t.defined() || !is_floating(t.dtype()) || t.dtype() == o.param_dtype) return t;
+    if (by_module.at(&m)->training == Training::PreBackward) return t;
+    return t.to(o.param_dtype);
+  }
+
   // ForwardHooks
   Tensor pre(Module& m, const Tensor& x) override {
     Group& g = *by_module.at(&m);
@@ -129,11 +147,12 @@ struct Fsdp::Impl : ForwardHooks {
       }
       return x;
     }
+    Tensor in = cast_input(m, x);
     g.training = Training::Forward;
     unshard(g);
     wait_for_unshard(g);
     Group* gp = &g;
-    return apply_post_backward_hook(x, [this, gp] { post_backward(*gp); });
+    return apply_post_backward_hook(in, [this, gp] { post_backward(*gp); });
   }
 
   void post(Module& m, Tensor& out) override {
@@ -248,7 +267,12 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
     } restore{ctx, real};
     model = build_model(spec.model);
     model->set_checkpoint(spec.checkpoint);
-    if (o.has_param_dtype && o.param_dtype != DType::Float32) model->to_dtype(o.param_dtype);
+    // the unsharded parameters compute in param_dtype; buffers keep their dtype (the policy
+    // casts parameters only)
+    if (o.has_param_dtype && o.param_dtype != DType::Float32) {
+      NoGradGuard ng;
+      for (auto& p : model->parameters()) set_data(p, p.detach().to(o.param_dtype));
+    }
     for (auto& p : model->parameters()) ctx.resize_storage(*p.storage(), 0);
     std::function<void(Module&)> drop_buffers = [&](Module& m) {
       for (auto& [n, c] : m.children()) drop_buffers(*c);
@@ -266,7 +290,22 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
     throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks; " + spec.model.kind +
                                 " has none (use gpt or llama)");
   std::map<const TensorImpl*, FParam*> managed;
+  // _move_states_to_device: a buffer the model made on the CPU goes to the device with the
+  // fully_shard whose subtree holds it. The protocol's families make their rope tables on
+  // the CPU; a Hugging Face model's buffers are made on the meta device and stay there.
+  const bool cpu_buffers = spec.model.kind != "hf";
+  std::set<const TensorImpl*> moved;
+  std::function<void(Module&)> move_buffers = [&](Module& m) {
+    if (!cpu_buffers) return;
+    for (auto& [n, b] : m.own_buffers())
+      if (moved.insert(b.impl()).second) {
+        CategoryScope cs(Category::Other);
+        ctx.resize_storage(*b.storage(), b.storage()->nbytes);
+      }
+    for (auto& [n, c] : m.children()) move_buffers(*c);
+  };
   auto make_group = [&](Module& m, bool root) {
+    move_buffers(m);
     auto g = std::make_unique<Group>();
     g->module = &m;
     g->is_root = root;
@@ -295,24 +334,25 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   // buffers); each parameter gets its unpadded local shard, each buffer its whole size.
   // After an FSDP module's subtree, reset_sharded_param pads shards that are uneven.
   const DType orig = DType::Float32;
+  // A parameter several modules hold (tied weights) is materialised by each holder in turn
+  // (Module._apply sets param.data per module): the later block replaces the earlier,
+  // which is freed once the new one exists.
   std::map<const TensorImpl*, Tensor> local;  // unpadded to_empty result
-  std::set<const TensorImpl*> done;
   auto shard_dims = [&](FParam& fp, int64_t rows_of) {
     return rest_shape(fp.p.sizes().empty() ? Shape{1} : fp.p.sizes(), rows_of);
   };
   std::function<void(Module&)> to_empty = [&](Module& m) {
     for (auto& [n, c] : m.children()) to_empty(*c);
     for (auto& [n, p] : m.own_parameters()) {
-      if (!done.insert(p.impl()).second) continue;
       FParam& fp = *managed.at(p.impl());
       const int64_t rows = p.dim() ? p.size(0) : 1;
       const int64_t lr = fsdp_local_rows(rows, o.world, o.rank);
       CategoryScope cs(Category::Parameter);
       local[p.impl()] = make_tensor(shard_dims(fp, lr), orig, "fsdp_shard", Category::Parameter);
     }
-    for (auto& [n, b] : m.own_buffers()) {
+    for (auto& [n, b] : m.own_buffers()) {  // empty_like: the new block, then the moved one freed
       CategoryScope cs(Category::Other);
-      ctx.resize_storage(*b.storage(), b.storage()->nbytes);
+      set_data(b, make_tensor(b.sizes(), b.dtype(), "to_empty", Category::Other));
     }
     auto it = I.by_module.find(&m);
     if (it == I.by_module.end()) return;

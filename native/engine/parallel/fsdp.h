@@ -4,7 +4,10 @@
 // What lives where follows torch/distributed/fsdp/_fully_shard/ (PyTorch 2.11):
 // - each parameter's shard is a padded flat block (dim 0 split in world chunks of
 //   ceil(rows / world), every rank padded to that chunk), the optimizer sees the unpadded
-//   local view; buffers are whole on every rank;
+//   local view; buffers are whole on every rank and keep their dtype (a CPU-made buffer
+//   goes to the device at fully_shard, then to_empty gives it a new block); to_empty runs
+//   once per module holding a parameter, so a tied weight's shard is allocated twice;
+// - forward pre-hook: floating inputs cast to param_dtype (not in a recomputation);
 // - unshard: the all-gather input (a flat copy in param_dtype, when one is set) and output
 //   are allocated on the all-gather copy-in stream; the copy-out gives every parameter its
 //   own unsharded block on the default stream; in forward the output stays alive until the
