@@ -6,11 +6,10 @@
 // is 1 MiB low because the driver lays segments out differently in a process that runs
 // NCCL (DdpAndFsdpExactAtTheDriversRecordedAddresses holds it exact at that launch's own
 // addresses). Printed per configuration: EXACT or the differences in MiB. A reference
-// launch that PyTorch itself failed ("error") is skipped, as in the transformer parity
-// test: the published checkpointed Llama run fails in PyTorch with a CheckpointError (our
-// H100 launch too): FSDPState._pre_forward returns before cast_forward_inputs during a
-// checkpoint recomputation, so the recomputed rotary products see fp32 tables where the
-// forward saw bf16 ones.
+// launch that PyTorch itself failed ("error") is skipped here: the published checkpointed
+// Llama run fails in PyTorch with a CheckpointError (our H100 launch too), and in the
+// simulation (Fsdp2CastInputsUnderCheckpointingFailLikePyTorch). Its one published launch
+// that ran equals the simulation without checkpointing in all 12 readings: not explained.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 #include "spec_util.h"
 
@@ -198,6 +198,24 @@ TEST(DistParity, DdpFirstIterationExactLaterInsideRange) {
   }
   std::printf("  ddp: %d configurations, %d held exact\n", total, exact_configs);
   EXPECT_GE(total, 14);
+}
+
+// The published checkpointed Llama run with a bf16 param_dtype fails in PyTorch (one
+// published launch and our H100 launch: CheckpointError on the rotary tables, bf16 saved in
+// the forward, fp32 recomputed): fully_shard's pre-forward casts the block's inputs, but a
+// recomputation returns before the cast. The simulation fails the same way, in the first
+// backward's recomputation of the last block.
+TEST(DistParity, Fsdp2CastInputsUnderCheckpointingFailLikePyTorch) {
+  for (auto& r : load("test/refs/dist_reference.json")["runs"].items()) {
+    if (!r.find("error")) continue;
+    try {
+      run_experiment(vramlab::spectest::spec(r["spec"]));
+      ADD_FAILURE() << "ran: " << r["spec"].to_json();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("CheckpointError"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("blocks.7"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The rebuild's range is the first buckets' size: held, they add exactly that after the

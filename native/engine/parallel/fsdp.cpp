@@ -130,10 +130,18 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
   }
 
   // FSDPState._pre_forward's cast_forward_inputs: every floating input to param_dtype (a
-  // new block), except in a checkpoint recomputation, which returns before the cast.
+  // new block). A checkpoint recomputation returns before the cast, so what it recomputes
+  // from such an input has another dtype than what the forward saved, and PyTorch's
+  // checkpoint refuses it when backward unpacks it (measured: Llama's rotary tables).
   Tensor cast_input(Module& m, const Tensor& t) override {
     if (!o.has_param_dtype || !t.defined() || !is_floating(t.dtype()) || t.dtype() == o.param_dtype) return t;
-    if (by_module.at(&m)->training == Training::PreBackward) return t;
+    if (by_module.at(&m)->training == Training::PreBackward)
+      throw std::runtime_error(
+          "torch.utils.checkpoint.CheckpointError: recomputed values have different metadata than during the "
+          "forward pass (" +
+          m.path() +
+          ": fully_shard casts its floating forward inputs to param_dtype in the forward but not in the "
+          "checkpoint recomputation; PyTorch 2.11 fails this run in its first backward)");
     return t.to(o.param_dtype);
   }
 

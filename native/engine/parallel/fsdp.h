@@ -7,7 +7,8 @@
 //   local view; buffers are whole on every rank and keep their dtype (a CPU-made buffer
 //   goes to the device at fully_shard, then to_empty gives it a new block); to_empty runs
 //   once per module holding a parameter, so a tied weight's shard is allocated twice;
-// - forward pre-hook: floating inputs cast to param_dtype (not in a recomputation);
+// - forward pre-hook: floating inputs cast to param_dtype, not in a checkpoint
+//   recomputation (PyTorch's checkpoint then raises CheckpointError, and so does this);
 // - unshard: the all-gather input (a flat copy in param_dtype, when one is set) and output
 //   are allocated on the all-gather copy-in stream; the copy-out gives every parameter its
 //   own unsharded block on the default stream; in forward the output stays alive until the
