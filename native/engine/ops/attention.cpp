@@ -101,9 +101,16 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
     Tensor dk = empty_like_layout(k, "_cudnn_attention_backward");
     Tensor dv = empty_like_layout(v, "_cudnn_attention_backward");
     {
-      // run_cudnn_SDP_bprop: dQ accumulator (float) + softmax row sums + 256 B.
+      // run_cudnn_SDP_bprop asks the cudnn-frontend graph for its workspace: the dQ
+      // accumulator (float) and softmax row sums, 256 B for the engine, and with grouped
+      // heads (enable_gqa) dK and dV at the query's head count in the input dtype, which
+      // the graph sums down to the kv heads (measured on H100, cuDNN 9.19, 130 shapes).
       const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3);
-      Tensor ws = make_tensor({(B * H * S * D * 4 + B * H * S * 4 + 256) / 4}, DType::Float32, "cudnn_workspace");
+      const int64_t Sk = k.size(2), elt = int64_t(q.element_size());
+      const int64_t dk_full = k.size(1) != H ? B * H * Sk * k.size(3) * elt : 0;
+      const int64_t dv_full = v.size(1) != H ? B * H * Sk * v.size(3) * elt : 0;
+      const int64_t bytes = B * H * S * D * 4 + B * H * S * 4 + 256 + dk_full + dv_full;
+      Tensor ws = make_tensor({bytes / 4}, DType::Float32, "cudnn_workspace");
       be().attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale);
     }
     return {dq, dk, dv};
