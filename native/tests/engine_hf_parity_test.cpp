@@ -85,12 +85,15 @@ TEST(engine_hf_parity, MixtralTrainingIsExact) { expect_within(4, 0); }
 TEST(engine_hf_parity, LlamaGenerationIsExact) { expect_within(5, 0); }
 
 // Our H100 measurements (h100_hf_more.json) the engine matches byte for byte: Qwen3 (tied,
-// q/k norms), Phi-3 (fused projections), OLMo2 (post-norms, float32 rotary), Gemma3 text
-// (sandwich norms, scaled embeddings), Gemma2 (soft-capped logits), Qwen3-MoE (grouped_mm experts),
-// Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on all
-// seven projections, Qwen2 (tied, q/k/v biases) with LoRA, and Llama generate().
+// q/k norms), Mistral, Phi-3 (fused projections), OLMo2 (post-norms, float32 rotary), Gemma3
+// text (sandwich norms, scaled embeddings), Gemma2 (soft-capped logits), Qwen3-MoE (grouped_mm
+// experts), Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on
+// all seven projections, Qwen2 (tied, q/k/v biases) with LoRA, Llama generate(), and Llama
+// without GQA. Mistral's and GQA-less Llama's reserved peaks hang on the rotary backward's
+// layout: its gradients come out contiguous in (B, H, T, D), so each projection's view
+// backward copies them (a small-pool block each at these sizes).
 TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
-  for (size_t i : {0, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13}) {
+  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 15}) {
     const SpecValue& run = measured()["runs"].items().at(i);
     SCOPED_TRACE(run["spec"]["hf"]["arch"].to_json());
     RunResult r = replay(run, "sim:h100-80gb");
@@ -100,11 +103,11 @@ TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
   }
 }
 
-// Mistral, Llama with checkpointing alone and Llama without GQA: every allocated reading
-// exact; reserved_peak within one 2 MiB small-pool segment (the small-pool order of the
-// rotary and mask-probe temporaries is not mirrored block for block).
+// Llama with checkpointing alone: every allocated reading exact; reserved_peak within one
+// 2 MiB small-pool segment (the small-pool order under recomputation is not mirrored block
+// for block).
 TEST(engine_hf_parity, MeasuredAllocatedIsExact) {
-  for (size_t i : {1, 8, 15}) {
+  for (size_t i : {8}) {
     const SpecValue& run = measured()["runs"].items().at(i);
     SCOPED_TRACE(run["spec"].to_json().substr(0, 200));
     RunResult r = replay(run, "sim:h100-80gb");
