@@ -88,12 +88,12 @@ TEST(engine_hf_parity, LlamaGenerationIsExact) { expect_within(5, 0); }
 // q/k norms), Mistral, Phi-3 (fused projections), OLMo2 (post-norms, float32 rotary), Gemma3
 // text (sandwich norms, scaled embeddings), Gemma2 (soft-capped logits), Qwen3-MoE (grouped_mm
 // experts), Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on
-// all seven projections, Qwen2 (tied, q/k/v biases) with LoRA, Llama generate(), and Llama
-// without GQA. Mistral's and GQA-less Llama's reserved peaks hang on the rotary backward's
-// layout: its gradients come out contiguous in (B, H, T, D), so each projection's view
-// backward copies them (a small-pool block each at these sizes).
+// all seven projections, Qwen2 (tied, q/k/v biases) with LoRA, Llama generate(), GPT-2 with
+// fp32 weights under bf16 autocast, and Llama without GQA. Mistral's and GQA-less Llama's reserved peaks hang on the
+// rotary backward's layout: its gradients come out contiguous in (B, H, T, D), so each projection's view backward
+// copies them (a small-pool block each at these sizes).
 TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
-  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 15}) {
+  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15}) {
     const SpecValue& run = measured()["runs"].items().at(i);
     SCOPED_TRACE(run["spec"]["hf"]["arch"].to_json());
     RunResult r = replay(run, "sim:h100-80gb");

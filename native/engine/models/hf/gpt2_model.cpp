@@ -134,20 +134,18 @@ class Gpt2Block : public Container {
   }
   Tensor forward(const Tensor& x) override {
     ModuleScope ms(path_id());
-    // residual = hidden_states; hidden_states = ln_1(...); attn_output, _ = attn(...)
-    Tensor attn_output;
-    {
-      Tensor h = norm("ln_1", x);
-      attn_output = call("attn", h);
-    }
-    Tensor residual = engine::add(attn_output, x);  // hidden_states = attn_output + residual
-    Tensor ff;
-    {
-      Tensor h = norm("ln_2", residual);
-      ff = call("mlp", h);
-    }
-    // attn_output and feed_forward_hidden_states stay bound until the block returns
-    return engine::add(residual, ff);
+    // GPT2Block.forward's locals: hidden_states holds each norm's output until the residual
+    // sum rebinds it, and at return CPython drops the rest in the order they were first
+    // bound (residual, attn_output, feed_forward_hidden_states): declared here in reverse.
+    Tensor ff, attn_output, residual;
+    Tensor h = norm("ln_1", x);
+    attn_output = call("attn", h);
+    h = engine::add(attn_output, x);  // hidden_states = attn_output + residual
+    residual = h;
+    h = norm("ln_2", h);
+    ff = call("mlp", h);
+    h = engine::add(residual, ff);  // hidden_states = residual + feed_forward_hidden_states
+    return h;
   }
 
  private:
