@@ -96,8 +96,11 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
   std::string name() const override { return "ScaledDotProductCudnnAttentionBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    Tensor q = query_.unpack(this), k = key_.unpack(this), v = value_.unpack(this);
-    Tensor out = output_.unpack(this), lse = logsumexp_.unpack(this);
+    // Every saved variable unpacked in the generated code's order (under checkpointing the
+    // recomputed tensors then go, in reverse, when apply returns).
+    Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
+    Tensor lse = logsumexp_.unpack(this), out = output_.unpack(this);
+    Tensor offset = philox_offset_.unpack(this), seed = philox_seed_.unpack(this);
     Tensor dq = empty_like_layout(q, "_cudnn_attention_backward");
     Tensor dk = empty_like_layout(k, "_cudnn_attention_backward");
     Tensor dv = empty_like_layout(v, "_cudnn_attention_backward");
