@@ -220,7 +220,8 @@ void run_backward(const TensorList& roots, const TensorList& grad_outputs, bool 
     Node& fn = *task.fn;
     for (auto& h : fn.pre_hooks) h();
     TensorList outputs = fn.apply(task.inputs);
-    fn.unpacked.clear();  // apply's locals
+    // apply's locals: the generated code unpacks them at its top, so they go in reverse
+    while (!fn.unpacked.empty()) fn.unpacked.pop_back();
     run_post_hooks(&fn);
     validate_outputs(fn, outputs);
     task.inputs.clear();  // incoming gradients die here, as at the end of call_function

@@ -30,10 +30,10 @@ std::vector<std::pair<size_t, size_t>> checkpoint_segments(size_t depth, const C
   return segs;
 }
 
-Tensor run_blocks(size_t depth, const Tensor& x, const CheckpointSpec& c, const BlockFn& block,
+Tensor run_blocks(size_t depth, Tensor x, const CheckpointSpec& c, const BlockFn& block,
                   const std::vector<Tensor>& extra) {
   auto segs = checkpoint_segments(depth, c);
-  Tensor h = x;
+  Tensor h = std::move(x);
   if (segs.empty()) {
     for (size_t i = 0; i < depth; ++i) h = block(i, h, extra);
     return h;

@@ -18,7 +18,9 @@ std::vector<std::pair<size_t, size_t>> checkpoint_segments(size_t depth, const C
 
 // One block's forward given the running activation and the extra inputs.
 using BlockFn = std::function<Tensor(size_t block, const Tensor& x, const std::vector<Tensor>& extra)>;
-Tensor run_blocks(size_t depth, const Tensor& x, const CheckpointSpec& c, const BlockFn& block,
+// Takes the input by value: a caller that moves it in lets the first block's input go when
+// that block returns (Python rebinding `hidden_states` block by block).
+Tensor run_blocks(size_t depth, Tensor x, const CheckpointSpec& c, const BlockFn& block,
                   const std::vector<Tensor>& extra = {});
 
 }  // namespace vramlab::engine

@@ -15,9 +15,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // no mask) and a scale (0: 1/sqrt(head_dim)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
                                     double scale);
-// With dropout_p > 0 (training): cuDNN only takes multiples of 1/16 (check_cudnn_dropout), so
-// p = 0.1 goes to flash (half types) or memory-efficient (float32). Their philox seed and
-// offset are host scalars outside graph capture: nothing more on the device.
+// With dropout_p > 0 (training): the backend PyTorch picks without dropout (cuDNN for half
+// types on sm90, memory-efficient for float32), its philox seed and offset on the device.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
                                     double scale, double dropout_p);
 

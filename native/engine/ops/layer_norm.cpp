@@ -19,8 +19,10 @@ struct NativeLayerNormBackward0 : Node {
   std::string name() const override { return "NativeLayerNormBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    Tensor x = input_.unpack(this), mean = result1_.unpack(this), rstd = result2_.unpack(this);
-    Tensor w = weight_.unpack(this);
+    // The generated apply unpacks every saved variable, bias included, in this order; under
+    // checkpointing unpacking is what lets the recomputed tensors go when apply returns.
+    Tensor b = bias_.unpack(this), x = input_.unpack(this), w = weight_.unpack(this);
+    Tensor mean = result1_.unpack(this), rstd = result2_.unpack(this);
     Tensor dy = g[0].contiguous();
     Tensor xc = x.contiguous();
     TensorList r(3);

@@ -22,6 +22,13 @@ AdamOptions adamw_options(double lr, double weight_decay) {
   return o;
 }
 
+namespace {
+// A Python list's items go last first when the list is freed (list_dealloc).
+void drop_list(std::vector<Tensor>& v) {
+  while (!v.empty()) v.pop_back();
+}
+}  // namespace
+
 Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Optimizer(std::move(params)), o_(o) {
   if (o_.lr < 0) throw std::invalid_argument("Invalid learning rate: " + std::to_string(o_.lr));
   if (o_.eps < 0) throw std::invalid_argument("Invalid epsilon value: " + std::to_string(o_.eps));
@@ -69,7 +76,7 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
     a.grads = std::move(grads);
     for (const Tensor& sq : a.exp_avg_sqs)
       a.denoms.push_back(make_tensor(sq.sizes(), is_floating(sq.dtype()) ? sq.dtype() : DType::Float32, "sqrt"));
-    prev_denoms.clear();
+    drop_list(prev_denoms);
     current_context().backend().adam_foreach(a);
     for (size_t j = 0; j < idx.size(); ++j) {  // lerp_, mul_ + addcmul_, addcdiv_
       a.exp_avgs[j].bump_version();
@@ -86,7 +93,7 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
   grads.clear();  // `del device_grads`
   std::vector<Tensor> denom;
   for (size_t i : idx) denom.push_back(sqrt(state_[i].exp_avg_sq));  // _foreach_sqrt: one temp per param
-  prev_denoms.clear();
+  drop_list(prev_denoms);
   for (size_t j = 0; j < idx.size(); ++j) {
     double bc2 = 1 - std::pow(b2, state_[idx[j]].step);
     div_(denom[j], std::sqrt(bc2));
@@ -135,6 +142,7 @@ void Adam::step() {
     }
     std::vector<Tensor> prev_denoms;
     for (const auto& group : groups) foreach_group(group, prev_denoms);
+    drop_list(prev_denoms);  // the last group's list goes when _multi_tensor_adam returns
     return;
   }
 

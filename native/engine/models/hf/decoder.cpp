@@ -35,22 +35,28 @@ hf::NormStyle norm_style(const Arch& a) {
   return a.gemma_norm ? hf::NormStyle::Gemma : a.olmo_norm ? hf::NormStyle::Olmo : hf::NormStyle::Llama;
 }
 
-// rotate_half(x) * sin + x * cos on (B, T, H, D) with tables (1, T, 1, D):
-// q_embed = (q * cos) + (rotate_half(q) * sin).
+// rotate_half(x) * sin + x * cos for x in (B, T, H, D) with tables (1, T, 1, D):
+// q_embed = (q * cos) + (rotate_half(q) * sin). The modeling code applies it to the
+// (B, H, T, D) views after .transpose(1, 2), so each product and rotate_half's slices are
+// taken on those views here too: in backward both gradients of x then meet as fresh
+// (B, H, T, D) tensors and add in place, and the sum reaches the projection's view backward
+// contiguous in (B, H, T, D), which copies it. The sum itself is laid out (B, T, H, D), as
+// PyTorch's TensorIterator lays out q * cos (its first operand decides).
 Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
-  Tensor a = mul(x, cos);
+  const Tensor xt = x.transpose(1, 2), cos_t = cos.transpose(1, 2), sin_t = sin.transpose(1, 2);
+  Tensor a = mul(xt, cos_t);
   Tensor b;
   {
     Tensor rot;
     {
       const int64_t D = x.size(-1);
-      Tensor x1 = x.slice(-1, 0, D / 2), x2 = x.slice(-1, D / 2, D);
+      Tensor x1 = xt.slice(-1, 0, D / 2), x2 = xt.slice(-1, D / 2, D);
       Tensor n = neg(x2);
       rot = cat({n, x1}, -1);
     }
-    b = mul(rot, sin);
+    b = mul(rot, sin_t);
   }
-  return add(a, b);
+  return add(a.transpose(1, 2), b.transpose(1, 2));
 }
 
 class HfAttention : public Container {

@@ -75,13 +75,14 @@ class Gpt2Attention : public Container {
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), C = a_.hidden, H = a_.heads, D = a_.head_dim;
     // query, key, value = c_attn(hidden_states).split(split_size, dim=2); each
-    // .view(B, T, -1, head_dim).transpose(1, 2): views of the one projection
+    // .view(B, T, -1, head_dim).transpose(1, 2): views of the one projection. One split
+    // node, so backward cats the three gradients into one block (not three zeroed slices).
     Tensor q, k, v;
     {
-      Tensor qkv = call("c_attn", h);
-      q = qkv.slice(-1, 0, C).view({B, T, H, D}).transpose(1, 2);
-      k = qkv.slice(-1, C, 2 * C).view({B, T, H, D}).transpose(1, 2);
-      v = qkv.slice(-1, 2 * C, 3 * C).view({B, T, H, D}).transpose(1, 2);
+      std::vector<Tensor> parts = split(call("c_attn", h), C, -1);
+      q = parts[0].view({B, T, H, D}).transpose(1, 2);
+      k = parts[1].view({B, T, H, D}).transpose(1, 2);
+      v = parts[2].view({B, T, H, D}).transpose(1, 2);
     }
     // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
     // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
@@ -133,20 +134,18 @@ class Gpt2Block : public Container {
   }
   Tensor forward(const Tensor& x) override {
     ModuleScope ms(path_id());
-    // residual = hidden_states; hidden_states = ln_1(...); attn_output, _ = attn(...)
-    Tensor attn_output;
-    {
-      Tensor h = norm("ln_1", x);
-      attn_output = call("attn", h);
-    }
-    Tensor residual = engine::add(attn_output, x);  // hidden_states = attn_output + residual
-    Tensor ff;
-    {
-      Tensor h = norm("ln_2", residual);
-      ff = call("mlp", h);
-    }
-    // attn_output and feed_forward_hidden_states stay bound until the block returns
-    return engine::add(residual, ff);
+    // GPT2Block.forward's locals: hidden_states holds each norm's output until the residual
+    // sum rebinds it, and at return CPython drops the rest in the order they were first
+    // bound (residual, attn_output, feed_forward_hidden_states): declared here in reverse.
+    Tensor ff, attn_output, residual;
+    Tensor h = norm("ln_1", x);
+    attn_output = call("attn", h);
+    h = engine::add(attn_output, x);  // hidden_states = attn_output + residual
+    residual = h;
+    h = norm("ln_2", h);
+    ff = call("mlp", h);
+    h = engine::add(residual, ff);  // hidden_states = residual + feed_forward_hidden_states
+    return h;
   }
 
  private:
@@ -291,8 +290,9 @@ class Gpt2LMHeadModel : public Model {
     Tensor x = add(inputs_embeds, position_embeds);
     packed_sequence_check(position_ids, B);  // create_causal_mask (sdpa, no padding: None)
     x = dropout(x, arch_.embd_pdrop, training());
-    // HF checkpoints partial(block.__call__, **kwargs): position_ids rides along
-    x = run_blocks(blocks_.size(), x, checkpoint_,
+    // HF checkpoints partial(block.__call__, **kwargs): position_ids rides along. The
+    // blocks rebind hidden_states (drop's output goes when the first block returns).
+    x = run_blocks(blocks_.size(), std::move(x), checkpoint_,
                    [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*blocks_[i])(h); },
                    {position_ids});
     Tensor out;
