@@ -21,7 +21,9 @@ uintptr_t VaLayout::take(size_t bytes, const Occupied& occupied) {
       return va;
     }
   }
-  const size_t chunk = std::max(kChunk, need);
+  // The driver reserves whole 32 MiB units (a 150 MiB cudaMalloc grows its reservation by
+  // 160 MiB) and puts the allocation at the bottom; the rest is free for later requests.
+  const size_t chunk = (need + kChunk - 1) / kChunk * kChunk;
   for (;;) {
     if (lowest_ < base_ + chunk) return 0;
     const uintptr_t below = occupied ? occupied(lowest_ - chunk, lowest_) : lowest_;

@@ -25,9 +25,9 @@ class VaLayout {
   // scripted segment) that overlaps [lo, hi), or hi when none does.
   using Occupied = std::function<uintptr_t(uintptr_t lo, uintptr_t hi)>;
 
-  // First fit among freed ranges, lowest address first; else a new chunk of
-  // max(kChunk, bytes) directly below the lowest so far (and below any range the caller
-  // placed there), used from its start. Returns 0 when the span is exhausted.
+  // First fit among free ranges, lowest address first; else a new chunk of bytes rounded
+  // up to kChunk directly below the lowest so far (and below any range the caller placed
+  // there), used from its start. Returns 0 when the span is exhausted.
   uintptr_t take(size_t bytes, const Occupied& occupied = nullptr);
   // Takes the free parts of [va, va + bytes) out of the free ranges (a scripted address).
   void carve(uintptr_t va, size_t bytes);

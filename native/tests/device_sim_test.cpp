@@ -103,8 +103,9 @@ TEST(SimDevice, AdoptedSegmentsKeepTheirAddressesBesideTheDriverLayout) {
   EXPECT_EQ(d.malloc(20 * MiB), first);
   EXPECT_EQ(d.malloc(20 * MiB), first + 20 * MiB);
   EXPECT_EQ(d.malloc(20 * MiB), first + 60 * MiB);
-  // No room left for 400 MiB up there: a chunk below the lowest placed segment.
-  EXPECT_EQ(d.malloc(400 * MiB), below - 400 * MiB);
+  // No room left for 400 MiB up there: a chunk (whole 32 MiB units: 416 MiB) below the
+  // lowest placed segment, used from its start.
+  EXPECT_EQ(d.malloc(400 * MiB), below - 416 * MiB);
   // A freed adopted range is free address space like any other (lowest first).
   d.free(inside, 20 * MiB);
   EXPECT_EQ(d.malloc(20 * MiB), inside);

@@ -87,36 +87,21 @@ TEST(engine_hf_parity, LlamaGenerationIsExact) { expect_within(5, 0); }
 // Our H100 measurements (h100_hf_more.json) the engine matches byte for byte: Qwen3 (tied,
 // q/k norms), Mistral, Phi-3 (fused projections), OLMo2 (post-norms, float32 rotary), Gemma3
 // text (sandwich norms, scaled embeddings), Gemma2 (soft-capped logits), Qwen3-MoE (grouped_mm
-// experts), Llama with LoRA + gradient checkpointing, fp32 weights under bf16 autocast, LoRA on
+// experts), Llama with LoRA + gradient checkpointing, Llama with checkpointing alone (its
+// reserved peak hangs on a 126 MiB segment's 2 MiB tail: the driver reserves whole 32 MiB
+// units, va_layout.h), fp32 weights under bf16 autocast, LoRA on
 // all seven projections, Qwen2 (tied, q/k/v biases) with LoRA, Llama generate(), GPT-2 with
 // fp32 weights under bf16 autocast, and Llama without GQA. Mistral's and GQA-less Llama's reserved peaks hang on the
 // rotary backward's layout: its gradients come out contiguous in (B, H, T, D), so each projection's view backward
 // copies them (a small-pool block each at these sizes).
 TEST(engine_hf_parity, MeasuredArchitecturesAreExact) {
-  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15}) {
+  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15}) {
     const SpecValue& run = measured()["runs"].items().at(i);
     SCOPED_TRACE(run["spec"]["hf"]["arch"].to_json());
     RunResult r = replay(run, "sim:h100-80gb");
     EXPECT_EQ(diffs(run, r), "");
     EXPECT_EQ(r.num_parameters, run["total"].as_int("total"));
     EXPECT_EQ(r.trainable_parameters, run["trainable"].as_int("trainable"));
-  }
-}
-
-// Llama with checkpointing alone: every allocated reading exact; reserved_peak within one
-// 2 MiB small-pool segment (the small-pool order under recomputation is not mirrored block
-// for block).
-TEST(engine_hf_parity, MeasuredAllocatedIsExact) {
-  for (size_t i : {8}) {
-    const SpecValue& run = measured()["runs"].items().at(i);
-    SCOPED_TRACE(run["spec"].to_json().substr(0, 200));
-    RunResult r = replay(run, "sim:h100-80gb");
-    for (auto& [key, val] : run["readings"].fields()) {
-      if (key == "reserved_peak")
-        EXPECT_LE(std::llabs(r.at(key) - val.as_int(key)), 2 << 20);
-      else
-        EXPECT_EQ(r.at(key), val.as_int(key)) << key;
-    }
   }
 }
 

@@ -14,7 +14,7 @@ constexpr uint64_t kSpan = uint64_t(64) << 30;
 constexpr uintptr_t kTop = kBase + kSpan;
 }  // namespace
 
-TEST(VaLayout, FirstRegionFillsUpwardThenChunksGoBelowTheLowest) {
+TEST(VaLayout, FirstRegionFillsUpwardThenWhole32MiBChunksGoBelowTheLowest) {
   VaLayout v(kBase, kSpan);
   const uintptr_t region = kTop - VaLayout::kFirstRegion;
   EXPECT_EQ(v.take(20 * MiB), region);
@@ -24,10 +24,25 @@ TEST(VaLayout, FirstRegionFillsUpwardThenChunksGoBelowTheLowest) {
   // the region is full: a 32 MiB chunk directly below it, used from its start
   EXPECT_EQ(v.take(4 * MiB), region - 32 * MiB);
   EXPECT_EQ(v.take(4 * MiB), region - 28 * MiB);
-  // larger than a chunk: a chunk of its own size, below the lowest so far
-  EXPECT_EQ(v.take(100 * MiB), region - 32 * MiB - 100 * MiB);
-  // the rest of the first chunk comes before any new chunk
+  // larger than a chunk: whole chunks (128 MiB) below the lowest so far, used from the start
+  EXPECT_EQ(v.take(100 * MiB), region - 32 * MiB - 128 * MiB);
+  // lowest first: the big chunk's 28 MiB tail, then the rest of the first chunk
+  EXPECT_EQ(v.take(24 * MiB), region - 60 * MiB);
   EXPECT_EQ(v.take(24 * MiB), region - 24 * MiB);
+}
+
+// What the driver did in a bare process on an H100 (test/refs/measured/h100_va_layout_probe.json,
+// "sizes", once its first reservation was full): each cudaMalloc that fits no free range grows
+// the reservation downward by its size rounded up to 32 MiB, the allocation at the bottom; a
+// 2 MiB one then goes to the lowest tail left (126 -> 2 MiB tail, 150 -> 10, 594 -> 14, 1188 -> 28).
+TEST(VaLayout, PlacesAsTheDriverDidInAProbedProcess) {
+  VaLayout v(kBase, kSpan);
+  const uintptr_t region = v.take(VaLayout::kFirstRegion);
+  const std::pair<size_t, int64_t> probe[] = {// MiB, MiB from the first reservation's bottom
+                                              {20, -32}, {2, -12},     {32, -64}, {2, -10},      {32, -96}, {32, -128},
+                                              {2, -8},   {64, -192},   {2, -6},   {126, -320},   {2, -194}, {150, -480},
+                                              {2, -330}, {594, -1088}, {2, -494}, {1188, -2304}, {2, -1116}};
+  for (auto [mib, at] : probe) EXPECT_EQ(int64_t(v.take(mib * MiB) - region) / int64_t(MiB), at) << mib << " MiB";
 }
 
 TEST(VaLayout, FreedRangesAreReusedLowestFirstAndMerge) {
