@@ -125,6 +125,32 @@ describe.skipIf(!haveChromium())('UI: data parallel', () => {
     await page.close();
   });
 
+  it('offers sharding over more GPUs as a checked remedy, and applying it sets the GPUs box', async () => {
+    const { page, errors } = await openLab(env);
+    await page.getByTestId('field-modelKind').selectOption('gpt');
+    for (const [k, v] of Object.entries({ vocab: '8192', seq: '256', dim: '512', depth: '6', heads: '8', batch: '8' }))
+      await fill(page, `field-${k}`, v);
+    await fill(page, 'field-capacity', '500MiB');
+    const verdict = page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="verdict"]');
+    await verdict.filter({ hasText: 'does not fit' }).waitFor({ timeout: 30_000 });
+    await page.getByTestId('find-remedies').click();
+    await page.getByTestId('remedy-list').waitFor({ timeout: 60_000 });
+    // One GPU under 500 MiB runs out; sharded over 4 (the global batch split 2 a rank) it fits.
+    const shard = page.locator('[data-testid="remedy"][data-remedy="fsdp2_4"]');
+    expect(await shard.locator('.label').textContent()).toBe('shard over 4 GPUs with FSDP2 (per-rank batch 2)');
+    expect(await shard.textContent()).toMatch(/hardware.*NCCL's [0-9.]+ MiB per rank counted on each card/);
+    expect(await shard.locator('.warn').count()).toBe(0);
+    await page.getByTestId('remedies').screenshot({ path: shot('ui_parallel_remedies') });
+    await shard.getByTestId('apply-remedy').click();
+    await verdict.filter({ hasText: /^\s*fits/ }).waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('field-parallelKind').inputValue()).toBe('fsdp2');
+    expect(await page.getByTestId('field-parallel_world').inputValue()).toBe('4');
+    expect(await page.getByTestId('field-batch').inputValue()).toBe('2');
+    expect(await page.getByTestId('predicted-context').textContent()).toMatch(/\+ NCCL [0-9.]+ MiB per rank/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('finds the smallest world that fits a capped card, NCCL counted on the card', async () => {
     const { page, errors } = await openLab(env);
     await smallFsdp(page, '2');
