@@ -334,8 +334,8 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   // fully_shard(block) for each block, then fully_shard(root): groups and their parameters
   Module* blocks = fsdp_blocks(*model);
   if (!blocks)
-    throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks; " + spec.model.kind +
-                                " has none (use gpt, llama or hf)");
+    throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks (model.layers[i] of an hf decoder); " +
+                                model->type_name() + " is not wrapped yet (use gpt, llama or an hf decoder)");
   std::map<const TensorImpl*, FParam*> managed;
   auto make_group = [&](Module& m, bool root) {
     auto g = std::make_unique<Group>();
