@@ -229,6 +229,9 @@ export interface Prediction {
   /** NCCL's buffers per rank (data parallel), on the card beside the context; absent on one GPU. */
   nccl?: number;
   readings: Record<string, number>;
+  /** Readings PyTorch itself does not fix (DDP after its bucket rebuild): [low, high] per key;
+   *  absent where every reading is exact. */
+  ranges?: Record<string, [number, number]>;
   parameters: number;
   trainable_parameters: number;
   /** PyTorch's OOM message, or the engine's error. */

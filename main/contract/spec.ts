@@ -583,14 +583,20 @@ function crossChecks(spec: Spec, raw: Raw): Issue[] {
         message: `fsdp2 shards a transformer's blocks (${tokenKinds.join(', ')}); model.kind is "${m.kind}"`,
         input: p.kind,
       });
-    if (spec.weights !== 'fp32')
+    // hf models are built as users build them (any weights, LoRA via peft) and then wrapped;
+    // the lab's own families are built on the meta device in fp32 and trained in full
+    if (spec.weights !== 'fp32' && m.kind !== 'hf')
       issues.push({
         path: ['weights'],
-        message: 'data parallel trains fp32 weights (use parallel.param_dtype for bf16 compute)',
+        message: 'data parallel trains fp32 weights here (use parallel.param_dtype for bf16 compute; hf models take any weights)',
         input: spec.weights,
       });
-    if (spec.finetune.method !== 'full')
-      issues.push({ path: ['finetune', 'method'], message: 'data parallel trains the whole model ("full")', input: spec.finetune.method });
+    if (spec.finetune.method !== 'full' && m.kind !== 'hf')
+      issues.push({
+        path: ['finetune', 'method'],
+        message: 'data parallel trains the whole model ("full"; hf models take LoRA too)',
+        input: spec.finetune.method,
+      });
     if (spec.device.startsWith('cuda:'))
       issues.push({ path: ['device'], message: 'data parallel runs on a simulated device (sim:...)', input: spec.device });
     if (spec.shapes) issues.push({ path: ['shapes'], message: 'per-iteration shapes are not combined with data parallel yet' });

@@ -124,6 +124,7 @@ function toPrediction(
     context: card.context,
     ...(nccl ? { nccl } : {}),
     readings: Object.fromEntries(o.readings),
+    ...(o.ranges?.length ? { ranges: Object.fromEntries(o.ranges.map(([k, lo, hi]): [string, [number, number]] => [k, [lo, hi]])) } : {}),
     // An OOM can stop before the model is counted: the unbounded run's counts are the model's.
     parameters: need?.outcome.num_parameters ?? o.num_parameters,
     trainable_parameters: need?.outcome.trainable_parameters ?? o.trainable_parameters,

@@ -10,6 +10,7 @@ import { formatBytes } from '../contract/units';
 import { cardMemory } from './card_memory';
 import { simDevice } from './predict_device';
 import { simulate, simulateUnbounded } from './simulate';
+import { rankVerdicts } from './rank_verdicts';
 
 export interface Requirement {
   verdict: Verdict;
@@ -191,6 +192,7 @@ export async function checkRemedies(native: NativeAddon, spec: Spec, opts: Remed
     const timed = await simulateUnbounded(native, checked.spec, opts.signal, opts.running);
     remedies.push(remedy(c, checked.spec, o, card, timed.status === 'done' ? timed.sim_time_ms : null, baseTime));
   }
+  if (!need.verdict.fits) remedies.push(...(await moreGpus(native, spec, device, opts)));
   const larger = await largerCard(native, spec, card.total, need.verdict.on_card, opts);
   if (larger) remedies.push(larger);
   const rank = (r: Remedy) => REMEDY_COSTS.indexOf(r.cost);
@@ -218,6 +220,55 @@ function remedy(
     peak_reserved: o.peak_reserved,
     verdict: makeVerdict(true, o.peak_reserved, { ...card, nccl: o.nccl ?? 0 }, spec.capacity),
   };
+}
+
+/** Worlds tried for a job that does not fit one GPU (fit over world searches the same). */
+const WORLDS = [2, 4, 8] as const;
+
+/**
+ * More GPUs of this card: the smallest world at which every rank fits, for FSDP2 (shards the
+ * parameters, gradients and optimizer state) and for DDP (replicates them: only a smaller
+ * per-rank batch helps). The global batch stays the spec's where the world divides it
+ * (per-rank batch = batch / world); FSDP2 otherwise keeps the per-rank batch (a larger
+ * global batch: not the same training). Each is the changed spec run on the card, per rank:
+ * the highest rank's peak, with NCCL's buffers beside the context.
+ */
+async function moreGpus(native: NativeAddon, spec: Spec, device: string, opts: RemedyOptions): Promise<Remedy[]> {
+  if (spec.parallel || spec.mode !== 'train') return [];
+  const card = cardMemory(native, spec.device);
+  const out: Remedy[] = [];
+  for (const kind of ['fsdp2', 'ddp'] as const)
+    for (const world of WORLDS) {
+      const even = spec.batch % world === 0;
+      if (kind === 'ddp' && !even) continue;
+      const batch = even ? spec.batch / world : spec.batch;
+      const checked = checkSpec({ ...(spec as unknown as SpecInput), parallel: { kind, world }, batch, history: false });
+      if (!checked.ok) break; // this kind does not take this spec (family, weights, fine-tuning)
+      const o = await simulate(native, checked.spec, device, opts.signal, opts.running);
+      if (o.status !== 'done') continue;
+      const withNccl = { ...card, nccl: o.nccl ?? 0 };
+      const own = makeVerdict(true, o.peak_reserved, withNccl, checked.spec.capacity);
+      const peak = Math.max(o.peak_reserved, ...rankVerdicts(o, true, own, withNccl, checked.spec.capacity).map((v) => v.peak_reserved));
+      const verdict = makeVerdict(true, peak, withNccl, checked.spec.capacity);
+      if (verdict.margin < 0) continue;
+      const nccl = `NCCL's ${formatBytes(o.nccl ?? 0)} per rank counted on each card`;
+      out.push({
+        id: `${kind}_${world}`,
+        label:
+          kind === 'fsdp2'
+            ? `shard over ${world} GPUs with FSDP2 (per-rank batch ${batch})`
+            : `${world} GPUs with DDP at per-rank batch ${batch}`,
+        cost: 'hardware',
+        cost_note: `${world} GPUs of this card, the highest rank's peak; ${nccl}${even ? '' : `; global batch ${batch * world}`}`,
+        same_training: even,
+        time_ratio: null,
+        spec: checked.spec as unknown as SpecInput,
+        peak_reserved: peak,
+        verdict,
+      });
+      break;
+    }
+  return out;
 }
 
 /** The smallest simulated preset larger than this card on which the spec completes (tried in

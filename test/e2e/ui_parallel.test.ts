@@ -82,6 +82,75 @@ describe.skipIf(!haveChromium())('UI: data parallel', () => {
     await page.close();
   });
 
+  it('shows DDP readings after the bucket rebuild as low–high, with why, in the prediction and every rank', async () => {
+    const { page, errors } = await openLab(env);
+    await page.getByTestId('field-modelKind').selectOption('gpt');
+    for (const [k, v] of Object.entries({ vocab: '8192', seq: '128', dim: '256', depth: '2', heads: '4', batch: '4', iterations: '3' }))
+      await fill(page, `field-${k}`, v);
+    await page.getByTestId('field-parallelKind').selectOption('ddp');
+    await fill(page, 'field-parallel_world', '2');
+    // The prediction lists the later iterations' readings PyTorch leaves to timing as ranges.
+    const why = page.getByTestId('predicted-ranges');
+    await why.waitFor({ timeout: 30_000 });
+    expect(await why.textContent()).toMatch(
+      /readings are low–high: PyTorch may or may not still hold the first iteration's gradient bucket/,
+    );
+    await page.getByTestId('predicted-raw').locator('summary').click();
+    const rangedRaw = page.locator('[data-testid="predicted-readings"] [data-range]');
+    expect(await rangedRaw.count()).toBeGreaterThan(0);
+    for (const t of await rangedRaw.allTextContents()) expect(t).toMatch(/^[0-9.]+ [KMG]iB–[0-9.]+ [KMG]iB$/);
+    // The first iteration is deterministic in PyTorch: a single value.
+    expect(await page.locator('[data-testid="predicted-readings"] [data-key="it0_after_backward"] [data-range]').count()).toBe(0);
+
+    await page.getByTestId('run').click();
+    expect(await waitForRun(page, 'ui_parallel_ddp')).toBe('done');
+    expect(await page.getByTestId('rank-label').textContent()).toBe('ranks 0–1');
+    expect(await page.getByTestId('rank-ranges').textContent()).toMatch(/Readings shown low–high: PyTorch may or may not still hold/);
+    await page.getByTestId('rank-readings').locator('summary').click();
+    const rows = page.locator('[data-testid="rank-readings"] tr[data-range]');
+    expect(await rows.count()).toBeGreaterThan(0);
+    const ranged = await rows.evaluateAll((trs) =>
+      trs.map((tr) => [tr.getAttribute('data-key')!, tr.getAttribute('data-range')!, tr.querySelector('.num')!.textContent!]),
+    );
+    for (const [key, range, text] of ranged) {
+      expect(key).toMatch(/^(it[1-9]|reserved_)/);
+      // low below high: the held bucket adds its bytes
+      const [lo, hi] = range.split(',').map(Number);
+      expect(hi).toBeGreaterThan(lo);
+      expect(text).toMatch(/^[0-9.]+ [KMG]iB–[0-9.]+ [KMG]iB$/);
+    }
+    expect(await page.locator('[data-testid="rank-readings"] tr[data-key="it0_after_backward"][data-range]').count()).toBe(0);
+    await page.screenshot({ path: shot('ui_parallel_ddp_ranges'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('offers sharding over more GPUs as a checked remedy, and applying it sets the GPUs box', async () => {
+    const { page, errors } = await openLab(env);
+    await page.getByTestId('field-modelKind').selectOption('gpt');
+    for (const [k, v] of Object.entries({ vocab: '8192', seq: '256', dim: '512', depth: '6', heads: '8', batch: '8' }))
+      await fill(page, `field-${k}`, v);
+    await fill(page, 'field-capacity', '500MiB');
+    const verdict = page.locator('[data-testid="prediction"][data-pending="false"] [data-testid="verdict"]');
+    await verdict.filter({ hasText: 'does not fit' }).waitFor({ timeout: 30_000 });
+    await page.getByTestId('find-remedies').click();
+    await page.getByTestId('remedy-list').waitFor({ timeout: 60_000 });
+    // One GPU under 500 MiB runs out; sharded over 4 (the global batch split 2 a rank) it fits.
+    const shard = page.locator('[data-testid="remedy"][data-remedy="fsdp2_4"]');
+    expect(await shard.locator('.label').textContent()).toBe('shard over 4 GPUs with FSDP2 (per-rank batch 2)');
+    expect(await shard.textContent()).toMatch(/hardware.*NCCL's [0-9.]+ MiB per rank counted on each card/);
+    expect(await shard.locator('.warn').count()).toBe(0);
+    await page.getByTestId('remedies').screenshot({ path: shot('ui_parallel_remedies') });
+    await shard.getByTestId('apply-remedy').click();
+    await verdict.filter({ hasText: /^\s*fits/ }).waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('field-parallelKind').inputValue()).toBe('fsdp2');
+    expect(await page.getByTestId('field-parallel_world').inputValue()).toBe('4');
+    expect(await page.getByTestId('field-batch').inputValue()).toBe('2');
+    expect(await page.getByTestId('predicted-context').textContent()).toMatch(/\+ NCCL [0-9.]+ MiB per rank/);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('finds the smallest world that fits a capped card, NCCL counted on the card', async () => {
     const { page, errors } = await openLab(env);
     await smallFsdp(page, '2');

@@ -53,6 +53,17 @@ describe('spec.parallel', () => {
     expect(bad({ kind: 'fsdp2' }, { mode: 'inference' })).toMatch(/mode/);
   });
 
+  it('lets hf models, built as users build them, take bf16 weights and LoRA under FSDP2 and DDP', () => {
+    const hf = { kind: 'hf', preset: 'qwen2.5-0.5b', seq: 256 } as const;
+    for (const kind of ['fsdp2', 'ddp'] as const) {
+      const r = checkSpec({ model: hf, weights: 'bf16', finetune: { method: 'lora' }, parallel: { kind } });
+      expect(r.ok ? '' : r.issues.join('\n')).toBe('');
+    }
+    // the lab's own families are built on the meta device in fp32 and trained in full
+    const lab = checkSpec({ model: gpt, finetune: { method: 'lora' }, parallel: { kind: 'fsdp2' } });
+    expect(lab.ok ? '' : lab.issues.join('\n')).toMatch(/finetune\.method.*hf models take LoRA too/);
+  });
+
   it('sweeps and fits world inside parallel (FSDP2 when the spec has none)', () => {
     const base: SpecInput = { model: gpt, parallel: { kind: 'fsdp2', reshard_after_forward: false } };
     const w8 = withParam(base, 'world', 8);

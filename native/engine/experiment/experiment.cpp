@@ -140,7 +140,7 @@ RunResult run_any(const RunSpec& spec, const RunOptions& options, std::function<
     ContextGuard guard(*s.ctx);
     RoundingMemory meta;
     s.ctx->swap_memory(&meta);
-    auto model = build_model(spec.model);
+    auto model = build_for(spec);  // LoRA adapters are sharded too
     for (auto& p : model->parameters()) dim0.push_back(p.dim() ? p.size(0) : 1);
     model.reset();
     s.ctx->swap_memory(s.memory.get());
@@ -225,7 +225,9 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
     if (spec.parallel.kind == "fsdp2") {
       if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
         throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
-      if (spec.weights != DType::Float32 || spec.finetune.method != "full")
+      // the lab's families are built on the meta device in fp32; hf models are built as
+      // users build them (any weights, LoRA) and sharded in place
+      if (spec.model.kind != "hf" && (spec.weights != DType::Float32 || spec.finetune.method != "full"))
         throw std::invalid_argument("spec.parallel fsdp2 trains fp32 weights in full (weights fp32, finetune full)");
       FsdpOptions fo = fsdp_options(spec, rank);
       fsdp = fully_shard_model(spec, fo, model);

@@ -34,6 +34,9 @@ class Model : public Module {
   // Hugging Face models compute their own loss inside forward (labels=input_ids); loss()
   // then hands that loss over, and the step uses it as is (no / accum for accum = 1).
   virtual bool loss_in_forward() const { return false; }
+  // That loss before loss() hands it over (undefined otherwise): a forward hook on the
+  // model sees it as part of the output (fully_shard's pre-backward hook goes on it too).
+  virtual Tensor forward_loss() const { return Tensor(); }
   virtual void set_checkpoint(const CheckpointSpec& c) { checkpoint_ = c; }
   // Fine-tuning beyond "full": the families without it refuse.
   virtual void apply_finetune(const FinetuneSpec& f);

@@ -88,10 +88,23 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
       numel += fp->padded_numel;
       cast = cast || casts(*fp);
     }
+    // _get_param_all_gather_inputs: the parameters that cast are copied into one flat
+    // param_dtype block; the others all-gather their shard as it is. Inputs of different
+    // dtypes (a LoRA adapter upcast beside bf16 weights) are gathered as uint8: the same
+    // bytes (our engine has no byte dtype, so the block is counted in 2-byte elements).
+    int64_t cast_numel = 0, bytes = 0;
+    bool mixed = false;
     const DType dt = unsharded_dtype(*g.params.front());
+    for (FParam* fp : g.params) {
+      if (casts(*fp)) cast_numel += fp->padded_numel;
+      const DType in = unsharded_dtype(*fp);
+      mixed = mixed || in != dt;
+      bytes += fp->padded_numel * int64_t(itemsize(in));
+    }
     Tensor flat_in;
-    if (cast) flat_in = empty(numel, dt, "fsdp_all_gather_input", Category::Parameter);
-    Tensor out = empty(numel * o.world, dt, "fsdp_all_gather_output", Category::Parameter);
+    if (cast) flat_in = empty(cast_numel, o.param_dtype, "fsdp_all_gather_input", Category::Parameter);
+    Tensor out = mixed ? empty(bytes / 2 * o.world, DType::BFloat16, "fsdp_all_gather_output", Category::Parameter)
+                       : empty(numel * o.world, dt, "fsdp_all_gather_output", Category::Parameter);
     flat_in.reset();
     g.all_gather_result = out;
   }
@@ -169,10 +182,15 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
     reshard(g);
     g.post_forward_indices.push_back(post_forward_order.size());
     post_forward_order.push_back(&g);
-    if (GradMode::is_enabled() && out.requires_grad() && out.grad_fn()) {
-      Group* gp = &g;
-      out.grad_fn()->pre_hooks.push_back([this, gp] { pre_backward(*gp); });
-    }
+    // _register_pre_backward_hook: every output tensor that requires grad; an HF model's
+    // output holds its loss beside the logits, and the loss's hook runs first
+    std::vector<Tensor> outs{out};
+    if (auto* model = dynamic_cast<Model*>(&m)) outs.push_back(model->forward_loss());
+    for (const Tensor& t : outs)
+      if (GradMode::is_enabled() && t.defined() && t.requires_grad() && t.grad_fn()) {
+        Group* gp = &g;
+        t.grad_fn()->pre_hooks.push_back([this, gp] { pre_backward(*gp); });
+      }
     g.training = Training::Idle;
     if (g.is_root) all_gather_state.reset();
   }
@@ -254,6 +272,55 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
   }
 };
 
+namespace {
+
+// The modules fully_shard is applied to before the root: the lab's `blocks`, or an HF
+// model's decoder layers (model.model.layers[i]).
+Module* fsdp_blocks(Module& root) {
+  for (auto& [n, c] : root.children())
+    if (n == "blocks") return c.get();
+  for (auto& [n, c] : root.children())
+    if (n == "model")
+      for (auto& [n2, c2] : c->children())
+        if (n2 == "layers") return c2.get();
+  return nullptr;
+}
+
+// FSDPParam._init_sharded_param on a parameter already on the device: each rank's padded
+// chunk is a new block (new_zeros, then the rows copied in); the originals are held by
+// fully_shard's parameter list until it returns, then freed. The module's parameter
+// becomes the unsharded view (no storage until an all-gather), in param_dtype.
+void shard_group_in_place(EngineContext& ctx, const FsdpOptions& o, Group& g) {
+  for (FParam* fp : g.params) {
+    const Tensor& p = fp->p;
+    const Shape full = p.sizes().empty() ? Shape{1} : p.sizes();
+    const int64_t rows = full[0];
+    const int64_t pr = fsdp_padded_rows(rows, o.world), lr = fsdp_local_rows(rows, o.world, o.rank);
+    {
+      CategoryScope cs(Category::Parameter);
+      NoGradGuard ng;
+      fp->padded = make_tensor(rest_shape(full, pr), p.dtype(), "fsdp_shard", Category::Parameter);
+    }
+    Tensor v = make_view(fp->padded, rest_shape(full, lr), contiguous_strides(rest_shape(full, lr)), 0);
+    v.impl()->is_view = false;  // a leaf nn.Parameter (DTensor local tensor)
+    v.requires_grad_(p.requires_grad());
+    fp->sharded = v;
+  }
+  for (FParam* fp : g.params) {
+    ctx.resize_storage(*fp->p.storage(), 0);
+    if (o.has_param_dtype && is_floating(fp->p.dtype())) fp->p.impl()->dtype = o.param_dtype;
+  }
+}
+
+void install_hooks(const std::shared_ptr<Fsdp>& f) {
+  for (auto& g : f->impl->groups) {
+    std::shared_ptr<ForwardHooks> h(f, f->impl.get());
+    g->module->forward_hooks = h;
+  }
+}
+
+}  // namespace
+
 Fsdp::~Fsdp() = default;
 
 std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& o, std::unique_ptr<Model>& model) {
@@ -264,9 +331,15 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   I.ctx = &ctx;
   I.o = o;
 
-  // with torch.device("meta"): the model's tensors take no device memory
+  // hf: built on the device as the user builds it (weights, LoRA, checkpointing), then
+  // sharded in place. The lab's families: built on the meta device, to_empty afterwards.
+  const bool in_place = spec.model.kind == "hf";
   RoundingMemory meta;
-  {
+  if (in_place) {
+    model = build_model(spec.model, spec.weights);
+    model->apply_finetune(spec.finetune);
+    model->set_checkpoint(spec.checkpoint);
+  } else {
     MemoryBackend* real = ctx.swap_memory(&meta);
     struct Restore {
       EngineContext& c;
@@ -291,12 +364,10 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   }
 
   // fully_shard(block) for each block, then fully_shard(root): groups and their parameters
-  Module* blocks = nullptr;
-  for (auto& [n, c] : model->children())
-    if (n == "blocks") blocks = c.get();
+  Module* blocks = fsdp_blocks(*model);
   if (!blocks)
-    throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks; " + spec.model.kind +
-                                " has none (use gpt or llama)");
+    throw std::invalid_argument("parallel.kind fsdp2 shards a model's blocks (model.layers[i] of an hf decoder); " +
+                                model->type_name() + " is not wrapped yet (use gpt, llama or an hf decoder)");
   std::map<const TensorImpl*, FParam*> managed;
   // _move_states_to_device: a buffer the model made on the CPU goes to the device with the
   // fully_shard whose subtree holds it. The protocol's families make their rope tables on
@@ -325,7 +396,8 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
       const int64_t rows = p.dim() ? p.size(0) : 1;
       const int64_t per_row = rows ? p.numel() / rows : 0;
       fp->padded_numel = fsdp_padded_rows(rows, o.world) * per_row;
-      fp->unsharded_bytes = size_t(fp->padded_numel * o.world) * itemsize(p.dtype());
+      const DType unsharded = o.has_param_dtype ? o.param_dtype : p.dtype();
+      fp->unsharded_bytes = size_t(fp->padded_numel * o.world) * itemsize(unsharded);
       managed[p.impl()] = fp.get();
       g->params.push_back(fp.get());
       I.params.push_back(std::move(fp));
@@ -333,10 +405,19 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
     return g;
   };
   std::vector<std::unique_ptr<Group>> block_groups;
-  for (auto& [n, b] : blocks->children()) block_groups.push_back(make_group(*b, false));
+  for (auto& [n, b] : blocks->children()) {
+    block_groups.push_back(make_group(*b, false));
+    if (in_place) shard_group_in_place(ctx, o, *block_groups.back());
+  }
   I.groups.push_back(make_group(*model, true));
+  if (in_place) shard_group_in_place(ctx, o, *I.groups.back());
   for (auto& g : block_groups) I.groups.push_back(std::move(g));
   for (auto& g : I.groups) I.by_module[g->module] = g.get();
+  if (in_place) {
+    for (auto& p : model->parameters()) f->sharded_.push_back(managed.at(p.impl())->sharded);
+    install_hooks(f);
+    return f;
+  }
 
   // model.to_empty(device): Module._apply order (children, then own parameters, then
   // buffers); each parameter gets its unpadded local shard, each buffer its whole size.
@@ -383,10 +464,7 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   to_empty(*model);
   local.clear();
   for (auto& p : model->parameters()) f->sharded_.push_back(managed.at(p.impl())->sharded);
-  for (auto& g : I.groups) {
-    std::shared_ptr<ForwardHooks> h(f, f->impl.get());
-    g->module->forward_hooks = h;
-  }
+  install_hooks(f);
   return f;
 }
 

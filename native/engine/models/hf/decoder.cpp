@@ -220,7 +220,12 @@ class HfLayer : public Container {
 
   Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer,
                        int64_t pos) {
-    ModuleScope ms(path_id());
+    // through the module's forward hooks (fully_shard on each decoder layer)
+    return hooked(x, [&](const Tensor& in) { return layer_body(in, cos, sin, cache, layer, pos); });
+  }
+
+ private:
+  Tensor layer_body(const Tensor& x, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer, int64_t pos) {
     if (a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
       throw std::invalid_argument("hf: " + std::to_string(pos + x.size(1)) + " positions reach the sliding window (" +
                                   std::to_string(a_.sliding_window) +
@@ -240,7 +245,6 @@ class HfLayer : public Container {
     return engine::add(r, h);
   }
 
- private:
   Tensor norm(const char* n, const Tensor& x) {
     CategoryScope cs(Category::Norm);
     return call(n, x);
@@ -358,6 +362,7 @@ class HfCausalLM : public Model {
   // labels=input_ids: the model shifts them itself, nothing more is allocated
   Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
   bool loss_in_forward() const override { return true; }
+  Tensor forward_loss() const override { return loss_; }
   Tensor loss(const Tensor&, const Batch&, LossKind) override {
     Tensor l = std::move(loss_);
     loss_.reset();
