@@ -14,6 +14,7 @@
 #include "engine/parallel/ddp.h"
 #include "engine/parallel/fsdp.h"
 #include "engine/parallel/nccl.h"
+#include "engine/parallel/process_group.h"
 
 namespace vramlab::engine {
 
@@ -101,7 +102,7 @@ FsdpOptions fsdp_options(const RunSpec& spec, int64_t rank) {
 }
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold = false);
+                   int64_t rank, bool ddp_hold = false, ProcessGroup* group = nullptr);
 
 // DDP: every rank runs the same program on the same sizes, so one simulation stands for
 // all; what PyTorch leaves to timing (when the watchdog releases the first iteration's
@@ -126,10 +127,16 @@ RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<
 }  // namespace
 
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
-                         std::function<void(const EngineEvent&)> on_event) {
+                         std::function<void(const EngineEvent&)> on_event, ProcessGroup* group) {
   if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0);
   if (spec.mode != RunMode::Train) throw std::invalid_argument("spec.parallel applies to mode \"train\"");
-  if (spec.parallel.kind == "ddp") return run_ddp(spec, options, std::move(on_event));
+  if (spec.parallel.kind == "ddp") {
+    // A rank of a real job runs its own program once, with the Works held: the side the
+    // simulation reports as `readings` (see run_ddp).
+    if (group) return run_rank(spec, options, std::move(on_event), group->rank(), true, group);
+    return run_ddp(spec, options, std::move(on_event));
+  }
+  if (group) throw std::invalid_argument("a real data-parallel job runs spec.parallel.kind \"ddp\" only");
   if (spec.parallel.kind != "fsdp2")
     throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
   // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
@@ -169,7 +176,7 @@ RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
 namespace {
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold) {
+                   int64_t rank, bool ddp_hold, ProcessGroup* group) {
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
   EngineContext& ctx = *s.ctx;
   int64_t nccl = 0;
@@ -177,9 +184,13 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
     // init_process_group + the protocol's warm-up all_reduce: the communicator exists
     // before the base reading, its buffers outside the allocator.
     auto* sim = dynamic_cast<SimDevice*>(s.device.get());
-    if (!sim) throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
-    nccl = nccl_device_bytes(spec.parallel.world);
-    sim->hold_outside(uint64_t(nccl));
+    if (sim) {
+      nccl = nccl_device_bytes(spec.parallel.world);
+      sim->hold_outside(uint64_t(nccl));
+    } else if (!group) {
+      throw std::invalid_argument(
+          "spec.parallel runs on the simulated device (a sim: device) or as a launched job on cuda:N (vramlab_dist)");
+    }  // a real job: the communicator already holds NCCL's own memory
   }
   ContextGuard guard(ctx);
   ctx.manual_seed(options.seed);
@@ -190,6 +201,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
   RunResult r;
   r.nccl = nccl;
   Measure m{ctx, *s.memory, spec, options, r};
+  m.group = group;
   m.low = spec.precision == Precision::Fp16 || spec.precision == Precision::Bf16;
   m.low_dtype = spec.precision == Precision::Bf16 ? DType::BFloat16 : DType::Float16;
 
@@ -215,7 +227,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       if (fo.has_param_dtype) m.low = false;  // the policy casts; the protocol runs no autocast
       m.optimizer_params = &fsdp->sharded_parameters();
     } else if (spec.parallel.kind == "ddp") {
-      if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
+      if (!group && (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0))
         throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
       if (!(spec.parallel.bucket_cap_mb > 0))
         throw std::invalid_argument("spec.parallel.bucket_cap_mb must be above 0");
@@ -225,6 +237,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       d.bucket_bytes_cap = size_t(spec.parallel.bucket_cap_mb * 1024 * 1024);  // int(bucket_cap_mb * 1024 * 1024)
       d.gradient_as_bucket_view = spec.parallel.gradient_as_bucket_view;
       d.hold = ddp_hold;
+      d.group = group;
       ddp = distributed_data_parallel(*model, d);
     } else {
       model = build_for(spec);
@@ -252,6 +265,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       break;
   }
   r.modeled_time_ms = (ctx.modeled_time_s() - t0) * 1e3;
+  if (group) r.params_fingerprint = group->fingerprint(model->parameters());
   r.sdpa_backend = ctx.last_sdpa_backend;
   r.memory_summary = s.memory->memory_summary();
   return r;
