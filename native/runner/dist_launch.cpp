@@ -94,7 +94,6 @@ int run_rank_process(const engine::RunSpec& spec_in, const engine::RunOptions& o
     if (rank < 0 || rank >= world) throw std::invalid_argument("rank outside the world");
     spec.device = rank_device(spec.device, rank);
     out["device"] = SpecValue::string(spec.device);
-    out["device_name"] = SpecValue::string(open_device(spec.device)->info().name);
     const bool real = spec.device.rfind("cuda:", 0) == 0;
 
     // The group's unique id: NCCL's (its bootstrap root runs in rank 0) or, for the
@@ -130,6 +129,9 @@ int run_rank_process(const engine::RunSpec& spec_in, const engine::RunOptions& o
       group = std::make_unique<engine::CountingGroup>(rank, world);
     }
 
+    // only now: rank r touches no GPU but its own before the group selects it (cudaMemGetInfo
+    // is the whole GPU's, a context of this process elsewhere would count on another rank)
+    out["device_name"] = SpecValue::string(open_device(spec.device)->info().name);
     engine::RunResult r = engine::run_experiment(spec, options_in, {}, group.get());
     std::vector<SpecValue> readings, losses;
     for (auto& [k, v] : r.readings) readings.push_back(SpecValue::array({SpecValue::string(k), num(double(v))}));

@@ -27,9 +27,15 @@ using engine::SpecValue;
 
 namespace {
 
+// The launcher binary built beside this one (VRAMLAB_DIST_EXE overrides where it was moved).
+std::string dist_exe() {
+  const char* e = std::getenv("VRAMLAB_DIST_EXE");
+  return e && *e ? e : VRAMLAB_DIST_EXE;
+}
+
 std::vector<std::vector<std::string>> rank_argvs(int world, const std::string& dir, const std::string& spec) {
   std::vector<std::vector<std::string>> a;
-  for (int r = 0; r < world; ++r) a.push_back({VRAMLAB_DIST_EXE, "--rank", std::to_string(r), "--dir", dir, spec});
+  for (int r = 0; r < world; ++r) a.push_back({dist_exe(), "--rank", std::to_string(r), "--dir", dir, spec});
   return a;
 }
 
