@@ -128,7 +128,7 @@ RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<
 
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
                          std::function<void(const EngineEvent&)> on_event, ProcessGroup* group) {
-  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0);
+  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0, false, group);
   if (spec.mode != RunMode::Train) throw std::invalid_argument("spec.parallel applies to mode \"train\"");
   if (spec.parallel.kind == "ddp") {
     // A rank of a real job runs its own program once, with the Works held: the side the

@@ -45,7 +45,8 @@ void check_run_spec(const RunSpec& spec);
 class ProcessGroup;
 
 // With a group, the run is that rank's of a real data-parallel job (runner/dist_launch.h),
-// its collectives through the group; without, ranks are simulated.
+// its collectives through the group, its losses and final parameters read back (a spec
+// without `parallel` too: one process's run to compare with); without, ranks are simulated.
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options = {},
                          std::function<void(const EngineEvent&)> on_event = {}, ProcessGroup* group = nullptr);
 
