@@ -20,10 +20,6 @@ if [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
 ls "$nccl_lib" | head -3
 
-echo "=== native tests (NCCL loader, rank processes, two ranks on two GPUs)"
-timeout 150 "$P/vramlab_tests" --gtest_filter='*Nccl*:RunnerDistLaunch*' > "$OUT/gtest.txt" 2>&1
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Skipped|Failure|Expected|Which is|rank " "$OUT/gtest.txt" | head -40
-
 specs=$(python3 -c "
 import json
 for i, r in enumerate(json.load(open('test/refs/dist_reference.json'))['runs']):
@@ -32,16 +28,20 @@ for i, r in enumerate(json.load(open('test/refs/dist_reference.json'))['runs']):
 summary=""
 while read -r n spec; do
   echo; echo "=== DDP run $n: $spec"
-  timeout 150 "$P/vramlab_dist" "$spec" --out "$OUT/ddp_run$n.json" > "$OUT/ddp_run$n.txt" 2>&1
+  timeout 80 "$P/vramlab_dist" "$spec" --timeout 70 --out "$OUT/ddp_run$n.json" > "$OUT/ddp_run$n.txt" 2>&1
   rc=$?
-  cat "$OUT/ddp_run$n.txt" | tail -40
+  tail -32 "$OUT/ddp_run$n.txt"
   summary+="run $n: exit $rc; $(grep -E '^readings equal' "$OUT/ddp_run$n.txt" | tr -d '\n'); $(grep -E '^losses equal' "$OUT/ddp_run$n.txt")"$'\n'
   first=${first:-$spec}
 done <<< "$specs"
 
 echo; echo "=== NCCL_RUNTIME_CONNECT=0 (every connection at init)"
-NCCL_RUNTIME_CONNECT=0 timeout 120 "$P/vramlab_dist" "$first" --out "$OUT/ddp_rc0.json" > "$OUT/ddp_rc0.txt" 2>&1
+NCCL_RUNTIME_CONNECT=0 timeout 60 "$P/vramlab_dist" "$first" --timeout 50 > "$OUT/ddp_rc0.txt" 2>&1
 echo "exit $?"; grep -A4 "^NCCL footprint" "$OUT/ddp_rc0.txt"; grep -E "^readings equal|^losses equal" "$OUT/ddp_rc0.txt"
+
+echo "=== native tests (NCCL loader, rank processes, two ranks on two GPUs)"
+timeout 60 "$P/vramlab_tests" --gtest_filter='*Nccl*:RunnerDistLaunch*' > "$OUT/gtest.txt" 2>&1
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|could not be loaded|needs two|Failure|Expected|Which is|rank " "$OUT/gtest.txt" | head -40
 
 echo; echo "=== summary"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/gtest.txt"
