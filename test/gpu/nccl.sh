@@ -5,7 +5,8 @@
 # World 2 on cuda:0/cuda:1: the published DDP configurations of test/refs/dist_reference.json
 # (GPT fp32, GPT-2 124M bf16 autocast, Llama SGD bf16 with 10 MB buckets), each rank beside
 # its simulated twin, losses and final parameters across ranks, NCCL's footprint per rank
-# with NCCL's defaults and with NCCL_RUNTIME_CONNECT=0. Logs and JSON under $OUT.
+# with NCCL's defaults and with NCCL_RUNTIME_CONNECT=0; GPT with gradient_as_bucket_view too.
+# Each configuration's table and JSON under $OUT (at most 8 files: what the lent machine returns).
 set -uo pipefail
 P=${1:-.gpu/payload}
 OUT=${OUT:-/tmp/vramlab-nccl}; mkdir -p "$OUT"
@@ -24,26 +25,28 @@ specs=$(python3 -c "
 import json
 for i, r in enumerate(json.load(open('test/refs/dist_reference.json'))['runs']):
     if r['spec']['parallel']['kind'] == 'ddp': print(i, json.dumps({**r['spec'], 'device': 'cuda:0'}))
+    if i == 6: print('6v', json.dumps({**r['spec'], 'device': 'cuda:0',
+                                      'parallel': {**r['spec']['parallel'], 'gradient_as_bucket_view': True}}))
 ")
 summary=""
 while read -r n spec; do
   echo; echo "=== DDP run $n: $spec"
   timeout 80 "$P/vramlab_dist" "$spec" --timeout 70 --out "$OUT/ddp_run$n.json" > "$OUT/ddp_run$n.txt" 2>&1
   rc=$?
-  tail -32 "$OUT/ddp_run$n.txt"
+  tail -16 "$OUT/ddp_run$n.txt"
   summary+="run $n: exit $rc; $(grep -E '^readings equal' "$OUT/ddp_run$n.txt" | tr -d '\n'); $(grep -E '^losses equal' "$OUT/ddp_run$n.txt")"$'\n'
   first=${first:-$spec}
 done <<< "$specs"
 
 echo; echo "=== NCCL_RUNTIME_CONNECT=0 (every connection at init)"
-NCCL_RUNTIME_CONNECT=0 timeout 60 "$P/vramlab_dist" "$first" --timeout 50 > "$OUT/ddp_rc0.txt" 2>&1
-echo "exit $?"; grep -A4 "^NCCL footprint" "$OUT/ddp_rc0.txt"; grep -E "^readings equal|^losses equal" "$OUT/ddp_rc0.txt"
+NCCL_RUNTIME_CONNECT=0 timeout 60 "$P/vramlab_dist" "$first" --timeout 50 > /tmp/ddp_rc0.txt 2>&1
+echo "exit $?"; grep -A4 "^NCCL footprint" /tmp/ddp_rc0.txt; grep -E "^readings equal|^losses equal" /tmp/ddp_rc0.txt
 
 echo "=== native tests (NCCL loader, rank processes, two ranks on two GPUs)"
-timeout 60 "$P/vramlab_tests" --gtest_filter='*Nccl*:RunnerDistLaunch*' > "$OUT/gtest.txt" 2>&1
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|could not be loaded|needs two|Failure|Expected|Which is|rank " "$OUT/gtest.txt" | head -40
+timeout 60 "$P/vramlab_tests" --gtest_filter='*Nccl*:RunnerDistLaunch*' > /tmp/gtest.txt 2>&1
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|could not be loaded|needs two|Failure|Expected|Which is|rank " /tmp/gtest.txt | head -40
 
 echo; echo "=== summary"
-grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/gtest.txt"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) " /tmp/gtest.txt
 printf "%s" "$summary"
 grep -h -A4 "^NCCL footprint" "$OUT"/ddp_run*.txt | head -5
