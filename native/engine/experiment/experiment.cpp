@@ -14,6 +14,7 @@
 #include "engine/parallel/ddp.h"
 #include "engine/parallel/fsdp.h"
 #include "engine/parallel/nccl.h"
+#include "engine/parallel/process_group.h"
 
 namespace vramlab::engine {
 
@@ -101,7 +102,8 @@ FsdpOptions fsdp_options(const RunSpec& spec, int64_t rank) {
 }
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold = false, const std::vector<uintptr_t>* addresses = nullptr);
+                   int64_t rank, bool ddp_hold = false, const std::vector<uintptr_t>* addresses = nullptr,
+                   ProcessGroup* group = nullptr);
 
 // DDP: every rank runs the same program on the same sizes, so one simulation stands for
 // all; what PyTorch leaves to timing (when the watchdog releases the first iteration's
@@ -125,10 +127,16 @@ RunResult run_ddp(const RunSpec& spec, const RunOptions& options, std::function<
 }
 
 RunResult run_any(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                  const std::vector<uintptr_t>* addresses) {
-  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0, false, addresses);
+                  const std::vector<uintptr_t>* addresses, ProcessGroup* group) {
+  if (spec.parallel.kind.empty()) return run_rank(spec, options, std::move(on_event), 0, false, addresses, group);
   if (spec.mode != RunMode::Train) throw std::invalid_argument("spec.parallel applies to mode \"train\"");
-  if (spec.parallel.kind == "ddp") return run_ddp(spec, options, std::move(on_event), addresses);
+  if (spec.parallel.kind == "ddp") {
+    // A rank of a real job runs its own program once, with the Works held: the side the
+    // simulation reports as `readings` (see run_ddp).
+    if (group) return run_rank(spec, options, std::move(on_event), group->rank(), true, addresses, group);
+    return run_ddp(spec, options, std::move(on_event), addresses);
+  }
+  if (group) throw std::invalid_argument("a real data-parallel job runs spec.parallel.kind \"ddp\" only");
   if (spec.parallel.kind != "fsdp2")
     throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
   // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
@@ -169,19 +177,19 @@ RunResult run_any(const RunSpec& spec, const RunOptions& options, std::function<
 }  // namespace
 
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options,
-                         std::function<void(const EngineEvent&)> on_event) {
-  return run_any(spec, options, std::move(on_event), nullptr);
+                         std::function<void(const EngineEvent&)> on_event, ProcessGroup* group) {
+  return run_any(spec, options, std::move(on_event), nullptr, group);
 }
 
 RunResult run_experiment_at_addresses(const RunSpec& spec, const std::vector<uintptr_t>& segment_addresses,
                                       const RunOptions& options) {
-  return run_any(spec, options, nullptr, &segment_addresses);
+  return run_any(spec, options, nullptr, &segment_addresses, nullptr);
 }
 
 namespace {
 
 RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function<void(const EngineEvent&)> on_event,
-                   int64_t rank, bool ddp_hold, const std::vector<uintptr_t>* addresses) {
+                   int64_t rank, bool ddp_hold, const std::vector<uintptr_t>* addresses, ProcessGroup* group) {
   Session s = open_session(spec.device, options.backend, spec.alloc_conf);
   if (addresses) {
     auto* sim = dynamic_cast<SimDevice*>(s.device.get());
@@ -194,9 +202,13 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
     // init_process_group + the protocol's warm-up all_reduce: the communicator exists
     // before the base reading, its buffers outside the allocator.
     auto* sim = dynamic_cast<SimDevice*>(s.device.get());
-    if (!sim) throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
-    nccl = nccl_device_bytes(spec.parallel.world);
-    sim->hold_outside(uint64_t(nccl));
+    if (sim) {
+      nccl = nccl_device_bytes(spec.parallel.world);
+      sim->hold_outside(uint64_t(nccl));
+    } else if (!group) {
+      throw std::invalid_argument(
+          "spec.parallel runs on the simulated device (a sim: device) or as a launched job on cuda:N (vramlab_dist)");
+    }  // a real job: the communicator already holds NCCL's own memory
   }
   ContextGuard guard(ctx);
   ctx.manual_seed(options.seed);
@@ -207,6 +219,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
   RunResult r;
   r.nccl = nccl;
   Measure m{ctx, *s.memory, spec, options, r};
+  m.group = group;
   m.low = spec.precision == Precision::Fp16 || spec.precision == Precision::Bf16;
   m.low_dtype = spec.precision == Precision::Bf16 ? DType::BFloat16 : DType::Float16;
 
@@ -234,7 +247,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       if (fo.has_param_dtype) m.low = false;  // the policy casts; the protocol runs no autocast
       m.optimizer_params = &fsdp->sharded_parameters();
     } else if (spec.parallel.kind == "ddp") {
-      if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
+      if (!group && (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0))
         throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
       if (!(spec.parallel.bucket_cap_mb > 0))
         throw std::invalid_argument("spec.parallel.bucket_cap_mb must be above 0");
@@ -244,6 +257,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       d.bucket_bytes_cap = size_t(spec.parallel.bucket_cap_mb * 1024 * 1024);  // int(bucket_cap_mb * 1024 * 1024)
       d.gradient_as_bucket_view = spec.parallel.gradient_as_bucket_view;
       d.hold = ddp_hold;
+      d.group = group;
       ddp = distributed_data_parallel(*model, d);
     } else {
       model = build_for(spec);
@@ -271,6 +285,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       break;
   }
   r.modeled_time_ms = (ctx.modeled_time_s() - t0) * 1e3;
+  if (group) r.params_fingerprint = group->fingerprint(model->parameters());
   r.sdpa_backend = ctx.last_sdpa_backend;
   r.memory_summary = s.memory->memory_summary();
   return r;

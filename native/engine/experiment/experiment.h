@@ -33,14 +33,23 @@ struct RunResult {
   // NCCL's device memory per rank outside the caching allocator (held on the simulated
   // device beside the CUDA context, so it counts in what fits); 0 on one GPU.
   int64_t nccl = 0;
+  // A rank of a real job (run_experiment's group): each micro-batch's loss as the device
+  // computed it, and a hash of the final parameters' bytes (ProcessGroup::fingerprint).
+  std::vector<double> losses;
+  uint64_t params_fingerprint = 0;
 };
 
 // Everything about a spec that can be refused without running it (values, the family's
 // arguments, fine-tuning targets): throws std::invalid_argument naming the field.
 void check_run_spec(const RunSpec& spec);
 
+class ProcessGroup;
+
+// With a group, the run is that rank's of a real data-parallel job (runner/dist_launch.h),
+// its collectives through the group, its losses and final parameters read back (a spec
+// without `parallel` too: one process's run to compare with); without, ranks are simulated.
 RunResult run_experiment(const RunSpec& spec, const RunOptions& options = {},
-                         std::function<void(const EngineEvent&)> on_event = {});
+                         std::function<void(const EngineEvent&)> on_event = {}, ProcessGroup* group = nullptr);
 
 // The same run with the simulated device handing out `segment_addresses` (a recorded
 // run's cudaMalloc addresses, in order; PyTorch's trace of the same protocol) instead of

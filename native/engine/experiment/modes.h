@@ -18,6 +18,7 @@ struct Measure {
   DType low_dtype = DType::BFloat16;
   // FSDP2: the optimizer steps the sharded parameters, not the model's
   const std::vector<Tensor>* optimizer_params = nullptr;
+  ProcessGroup* group = nullptr;  // a real job's rank: losses are read back
 
   int64_t allocated() const { return mem.memory_allocated() - r.base; }
   int64_t peak() const { return mem.max_memory_allocated() - r.base; }

@@ -56,6 +56,7 @@ void run_train(Measure& m, Model& model) {
         if (!model.loss_in_forward() || spec.accum > 1) loss = div(loss, double(spec.accum));  // loss_of(y) / accum
       }
       y.reset();
+      if (m.group && loss.has_data()) m.r.losses.push_back(loss.item());  // compared across ranks
       ctx.phase(true, "backward", i, mb);
       if (scaler) {
         Tensor scaled;

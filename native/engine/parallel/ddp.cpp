@@ -117,7 +117,29 @@ struct Ddp::Impl : ForwardHooks {
         for (size_t i : b) n += ts[i].numel();
         flat = device_empty(n, ts[b.front()].dtype(), "broadcast_coalesced_flat", Category::Temporary);
       }
+      if (o.group) broadcast_for_real(ts, b, flat);
       in_flight.push_back(flat);
+    }
+  }
+
+  // The real job's side of one broadcast bucket: flatten (torch.cat into the flat block
+  // allocated above), broadcast from rank 0, copy back; a lone tensor goes in place.
+  void broadcast_for_real(const std::vector<Tensor>& ts, const std::vector<size_t>& b, const Tensor& flat) {
+    if (!flat.defined()) {
+      o.group->broadcast(ts[b.front()], 0);
+      return;
+    }
+    std::vector<Tensor> parts;
+    int64_t off = 0;
+    for (size_t i : b) {
+      parts.push_back(make_view(flat, ts[i].sizes(), contiguous_strides(ts[i].sizes()), off));
+      off += ts[i].numel();
+      copy_(parts.back(), ts[i]);
+    }
+    o.group->broadcast(flat, 0);
+    for (size_t k = 0; k < b.size(); ++k) {
+      Tensor dst = ts[b[k]];  // shares the parameter's storage
+      copy_(dst, parts[k]);
     }
   }
 
@@ -199,8 +221,12 @@ struct Ddp::Impl : ForwardHooks {
 
   void mark_bucket_ready(size_t bi) {
     if (bi > next_bucket) return;
-    for (; next_bucket < buckets.size() && buckets[next_bucket].pending == 0; ++next_bucket)
-      launch_unwaited(buckets[next_bucket].gradients);  // all-reduce in place on NCCL's stream
+    for (; next_bucket < buckets.size() && buckets[next_bucket].pending == 0; ++next_bucket) {
+      // all-reduce in place on NCCL's stream (a real job's on the compute stream: ncclAvg
+      // is the Reducer's divide-by-world then sum, bit for bit at world 2)
+      if (o.group) o.group->all_reduce_mean(buckets[next_bucket].gradients);
+      launch_unwaited(buckets[next_bucket].gradients);
+    }
   }
 
   void autograd_hook(size_t index) {

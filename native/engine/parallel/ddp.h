@@ -27,6 +27,7 @@
 
 #include "engine/core/context.h"
 #include "engine/models/model.h"
+#include "engine/parallel/process_group.h"
 
 namespace vramlab::engine {
 
@@ -37,6 +38,9 @@ struct DdpOptions {
   // true: collective Works keep their tensors to the end of the run (the watchdog never
   // ran in time); false: released as soon as nothing else holds them.
   bool hold = false;
+  // A real job's rank: the broadcasts and bucket all-reduces run through it, in place on
+  // the tensors allocated here (null: the simulated device, memory only).
+  ProcessGroup* group = nullptr;
 };
 
 class Ddp;

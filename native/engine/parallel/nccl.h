@@ -7,6 +7,9 @@
 // all-gather / reduce-scatter with NCCL's defaults (4 MiB more after a broadcast), 1102 MiB
 // with NCCL_RUNTIME_CONNECT=0. Only world 2 is measured: larger worlds use the same figure
 // (an estimate; ring and tree channels keep buffers per peer, so it grows with the world).
+// The engine's own ranks (vramlab_dist, test/refs/measured/h100x2_ddp_nccl.json) measure
+// NCCL alone at 870 MiB (1126 with NCCL_RUNTIME_CONNECT=0): 20 MiB more at communicator
+// creation than PyTorch's process showed; this models PyTorch's.
 #include <cstdint>
 
 namespace vramlab::engine {
