@@ -317,6 +317,12 @@ export interface FitResult {
   param: string;
   /** Largest value that ran without OOM (0 when the smallest does not fit). */
   value: number;
+  /** Values below the answer probed after the search, since under a cap "fits" need not be
+   *  monotone (fragmentation): steps of 1/16 of the answer down to the last fit doubling
+   *  reached. Empty for world and when nothing fits. */
+  checkedBelow: number[];
+  /** Those of them that ran out of memory: the answer fits, but not every value below it. */
+  runsOutBelow: number[];
   /** The batch of that run: the answer when fitting the batch (0 when batch 1 does not fit). */
   batch: number;
   /** The spec's capacity cap, else the card's total. */

@@ -57,11 +57,13 @@ describe('NCCL on the card for data-parallel runs', () => {
     const probes = JSON.parse(
       (await runCli(['fit', specFile(spec()), '--param', 'world', '--capacity', '500MiB', '--max', '16', '--json', '-q'])).out,
     ).probes as { value: number; ok: boolean; nccl: number }[];
-    expect(probes.map((p) => [p.value, p.ok, p.nccl > 0])).toEqual([
+    expect(probes.slice(0, 3).map((p) => [p.value, p.ok, p.nccl > 0])).toEqual([
       [1, false, false],
       [2, false, true],
       [4, true, true],
     ]);
+    // With probes at once a round may also try a larger world beside 4: it fits too.
+    expect(probes.slice(3).every((p) => p.value > 4 && p.ok && p.nccl > 0)).toBe(true);
   });
 
   it('after an OOM each distinct rank says what it needs on the card, NCCL included', async () => {

@@ -2,7 +2,7 @@
 // results by index whatever order they finish in, a stop that lets nothing new start, and
 // the first error reported once every started item has settled.
 import { describe, expect, it } from 'vitest';
-import { runPool } from '../../main/runner/pool';
+import { defaultParallel, runPool } from '../../main/runner/pool';
 
 /** A promise settled from outside, so the test chooses the finishing order. */
 function gate<T>() {
@@ -105,5 +105,11 @@ describe('runPool', () => {
     );
     expect(out).toEqual([10, 20, 30]);
     expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
+  });
+});
+
+describe('the default number of probes at once', () => {
+  it('is the cores less one, but 2 on a 2-core machine, and never more than 4', () => {
+    expect([1, 2, 3, 4, 5, 8, 64].map(defaultParallel)).toEqual([1, 2, 2, 3, 4, 4, 4]);
   });
 });

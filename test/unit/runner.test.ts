@@ -208,7 +208,10 @@ describe('runner (native worker thread, synthetic job)', () => {
     const tried = result.probes.map((p) => p.batch);
     expect(tried.slice(0, 6)).toEqual([16, 32, 64, 128, 256, 512]);
     expect(new Set(tried).size).toBe(tried.length);
-    expect(tried.length).toBeLessThan(16);
+    expect(tried.length).toBeLessThan(18);
+    // Then checked below, in steps of 300/16 down to the last doubling that fit (256): each fits.
+    expect(result.checkedBelow).toEqual([281, 262]);
+    expect(result.runsOutBelow).toEqual([]);
     for (const p of result.probes) expect(p.ok).toBe(p.batch <= limit);
     const stored = await store.list();
     expect(stored).toHaveLength(tried.length);

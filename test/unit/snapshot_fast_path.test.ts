@@ -119,6 +119,30 @@ describe('trace events through the fast path', () => {
       }),
     );
 
+  it('stack lists alike but for a middle frame, or longer by one, each keep their own stack', () => {
+    // The fast path knows a repeated list by its bytes (length, first and last words, then
+    // all of them): lists equal at both ends must still be told apart.
+    const frames = Array.from({ length: 40 }, (_, i) => dict({ name: `f${i}`, filename: 'm.py', line: i }));
+    const x = dict({ name: 'x', filename: 'x.py', line: 1 });
+    const y = dict({ name: 'y', filename: 'y.py', line: 2 });
+    const variants = [frames, frames.map((f, i) => (i === 20 ? x : f)), frames.map((f, i) => (i === 20 ? y : f)), [...frames, x]];
+    const trace = Array.from({ length: 4000 }, (_, i) =>
+      dict({ action: 'alloc', addr: 4096 * (i + 1), size: 512, stream: 0, time_us: i, frames: [...variants[i % 4]] }),
+    );
+    const data = writePickle(dict({ segments: [], device_traces: [trace] }));
+    let last: LoadProgress = { bytes: 0, total: 0, events: 0, fast: 0 };
+    const fast = loadSnapshotBuffer(data, { onProgress: (p) => (last = p) });
+    expect(last.fast).toBeGreaterThan(2000);
+    expectSameViews(fast, loadSnapshotBuffer(data, { fastEvents: false }));
+    const at = (i: number) => fast.deviceTraces[0][i].frames;
+    expect([3000, 3001, 3002, 3003].map((i) => [at(i).length, at(i)[20].name])).toEqual([
+      [40, 'f20'],
+      [40, 'x'],
+      [40, 'y'],
+      [41, 'f20'],
+    ]);
+  });
+
   it('an event the fast path consumed cannot be referenced again (a "billion laughs" of events)', () => {
     const trace = events(3000);
     const root = dict({ segments: [], device_traces: [trace], later: [trace[2500], trace[2500]] });

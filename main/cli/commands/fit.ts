@@ -6,6 +6,7 @@ import { FIT_PARAMS, type FitParam } from '../../contract/sweep_params';
 import { loadSpecFile, openManager, untilInterrupted } from '../support';
 import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
 import { wholeCard } from '../../contract/card';
+import { notEveryBelow } from '../../contract/fit_words';
 
 const USAGE = `usage: vramlab fit SPEC.json [--param ${FIT_PARAMS.join('|')}] [--device ID] [--capacity SIZE] [--max N] [--json]
 
@@ -13,8 +14,11 @@ Finds the largest value of --param (default batch) SPEC.json runs at without run
 of memory on its device (or under --capacity), doubling from the spec's value and then
 bisecting: the largest batch, the longest sequence (model.seq, transformers) or the
 longest generation (new_tokens, mode "generate") that fits, for any family and
-fine-tuning method. --param world (data parallel, spec.parallel; FSDP2 when the spec has
-none) finds the smallest number of GPUs that fits instead, over 1, 2, 4, 8, ...
+fine-tuning method. Under a cap "fits" need not be monotone (fragmentation), so the
+answer is then checked below, in steps of 1/16 of it, and any value there that runs out
+is named beside it (JSON: checkedBelow, runsOutBelow). --param world (data parallel,
+spec.parallel; FSDP2 when the spec has none) finds the smallest number of GPUs that fits
+instead, over 1, 2, 4, 8, ...
 The whole card counts, as nvidia-smi sees it: PyTorch's reserved memory plus the CUDA
 context and libraries ('vramlab devices' lists each card's), and NCCL's buffers per rank.
 `;
@@ -103,6 +107,9 @@ const fit: Command = async (args, io) => {
     const best = result.probes.find((p) => p.ok && p.value === result.value);
     // NCCL's buffers are on the card beside the context, as in sweep's column and the run's line.
     if (best) io.out(`  ${wholeCard(best.peak_reserved, { ...result, nccl: best.nccl ?? 0 })}\n`);
+    // Under a cap "fits" need not be monotone: what the checks below the answer found.
+    const below = notEveryBelow(result);
+    if (below) io.out(`  ${below}\n`);
     if (result.context > 0)
       io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
   }

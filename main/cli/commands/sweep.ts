@@ -15,7 +15,8 @@ Runs SPEC.json once per value of one parameter: ${SWEEP_PARAMS.join(', ')}.
 Model fields (seq, dim, heads, ...) go inside model, rank inside finetune (LoRA).
 Values are comma separated (numbers, words, every:N for a checkpoint interval) or a JSON array.
   --csv FILE  one summary row per run (spec columns and readings)
-  --parallel N  runs at once (default ${DEFAULT_PARALLEL}: the cores less one, 1 to 4)
+  --parallel N  runs at once (default ${DEFAULT_PARALLEL}: the cores less one, at least 2
+                where there are 2, at most 4)
 `;
 
 export function parseValues(text: string): unknown[] {

@@ -2,8 +2,10 @@
 // trace event dict as PyTorch's pickler writes it, inside a list the hooks consume as a
 // trace (ReadHooks.traceSink). The event is decoded from the bytes straight into the sink
 // (typed arrays): no dict, no frames list, no memo entry that is dropped again. A stack list
-// is recognised by its bytes (the memo indices of its frame dicts), so the dozens of frame
-// references an allocation carries cost one lookup.
+// is recognised by its bytes: its end found by walking only its opcodes, then one native
+// compare with a list seen before (PyTorch writes the same stack again for each allocation
+// and its free_requested), so the ~70 frame references an allocation carries are not read
+// one by one; a list seen first is read by its frames' memo indices.
 //
 // It changes nothing the reader would decide: anything but the expected shape, or any
 // limit the general path could reach on this event, and it takes nothing (returns 0) and
@@ -95,6 +97,13 @@ const growU32 = (a: Uint32Array): Uint32Array => {
 };
 /** Stack lists remembered by their bytes; past this many distinct ones the cache starts again. */
 const MAX_STACKS = 50_000;
+/** Memo indices below this are cached in arrays rather than maps. */
+const LOW = 1024;
+/** The bytes of a stack list read before, and its stack. */
+interface ByteStack {
+  bytes: Buffer;
+  ref: TraceStack;
+}
 /** Bytes of input the reader keeps in the window ahead of an event (a longer one goes the general way). */
 export const LOOKAHEAD = 1 << 16;
 
@@ -103,8 +112,14 @@ export class TraceFastPath {
   private epoch = -1;
   private keyAt = new Map<number, number>();
   private strAt = new Map<number, string>();
+  /** The same for the low indices where the keys and actions live (0 / undefined: not known). */
+  private keyLow = new Uint8Array(LOW);
+  private strLow: Array<string | undefined> = new Array<string | undefined>(LOW).fill(undefined);
   /** Stack lists by a hash of their frames' memo indices (the indices kept to compare). */
   private stacks = new Map<number, { idxs: Uint32Array; ref: TraceStack }>();
+  /** Stack lists remembered by their bytes (bytesKey). */
+  private byBytes = new Map<number, ByteStack>();
+  private nByBytes = 0;
   /** One JS string per distinct short text read inline ('N/A' on every PyTorch event). */
   private texts = new Map<string, string>();
   private lastText = '';
@@ -131,6 +146,9 @@ export class TraceFastPath {
   private listEnd = -1;
   private listItems = 0;
   private listHash = 0;
+  /** Opcodes the list's items stood for, and its largest group (skipList). */
+  private listOps = 0;
+  private skipGroup = 0;
   /** The memo indices of the stack list being read. */
   private idxs: Uint32Array = new Uint32Array(256);
   private maxGroup = 0;
@@ -154,7 +172,11 @@ export class TraceFastPath {
     if (r.memoEpoch !== this.epoch) {
       this.keyAt.clear();
       this.strAt.clear();
+      this.keyLow.fill(0);
+      this.strLow.fill(undefined);
       this.stacks.clear();
+      this.byBytes.clear();
+      this.nByBytes = 0;
       this.epoch = r.memoEpoch;
     }
     this.lim = r.frameEnd >= 0 ? Math.min(src.end, r.frameEnd - src.base) : src.end;
@@ -239,7 +261,10 @@ export class TraceFastPath {
       this.stackRef = sink.stack(null) ?? null;
       if (!this.stackRef) return 0;
     }
-    if (this.stackRef === null && !this.resolveStack(sink)) return 0;
+    if (this.stackRef === null) {
+      if (!this.resolveStack(sink)) return 0;
+      this.rememberBytes();
+    }
     if (!this.withinLimits()) return 0;
     this.commit();
     sink.push(code, hi, lo, size, time, stream, this.stackRef!, cc, um);
@@ -298,12 +323,14 @@ export class TraceFastPath {
   private key(): number {
     const idx = this.getIndex();
     if (idx < 0) return 0;
+    if (idx < LOW && this.keyLow[idx] !== 0) return this.keyLow[idx];
     let k = this.keyAt.get(idx);
     if (k === undefined) {
       const v = this.r.memo.get(idx);
       if (typeof v !== 'string' || !Object.hasOwn(KEYS, v)) return 0;
       k = KEYS[v];
-      this.keyAt.set(idx, k);
+      if (idx < LOW) this.keyLow[idx] = k;
+      else this.keyAt.set(idx, k);
     }
     return k;
   }
@@ -312,12 +339,13 @@ export class TraceFastPath {
   private memoString(): string | undefined {
     const idx = this.getIndex();
     if (idx < 0) return undefined;
-    let s = this.strAt.get(idx);
+    let s = idx < LOW ? this.strLow[idx] : this.strAt.get(idx);
     if (s === undefined) {
       const v = this.r.memo.get(idx);
       if (typeof v !== 'string') return undefined;
       s = v;
-      this.strAt.set(idx, s);
+      if (idx < LOW) this.strLow[idx] = s;
+      else this.strAt.set(idx, s);
     }
     return s;
   }
@@ -449,6 +477,7 @@ export class TraceFastPath {
     this.ops++;
     if (!this.put(2)) return false;
     this.listStart = this.p;
+    if (this.knownBytes()) return true;
     // Items in groups as CPython batches them: MARK GET... APPENDS, or GET APPEND. Their
     // memo indices are gathered (and hashed) to find the stack without looking them up.
     let n = 0;
@@ -508,6 +537,101 @@ export class TraceFastPath {
     this.listHash = (h ^ n) & 0x3fffffff; // a small integer: a cheap Map key
     this.listEnd = p;
     return true;
+  }
+
+  /**
+   * Finds where the list at listStart ends without reading its items' indices: the same walk
+   * as frames() (groups MARK GET... APPENDS, single GET APPEND, anything else ends it), and
+   * the same counts (items, largest group, opcodes). False when the window ends first.
+   */
+  private skipList(): boolean {
+    const buf = this.r.src.buf;
+    const lim = this.lim;
+    let p = this.listStart;
+    let n = 0;
+    let ops = 0;
+    let maxGroup = 0;
+    for (;;) {
+      if (p >= lim) return false;
+      const g = buf[p];
+      if (g === Op.MARK) {
+        p++;
+        const first = n;
+        for (;;) {
+          if (p >= lim) return false;
+          const o = buf[p];
+          if (o === Op.LONG_BINGET) p += 5;
+          else if (o === Op.BINGET) p += 2;
+          else if (o === Op.APPENDS) {
+            p++;
+            break;
+          } else return false;
+          n++;
+        }
+        if (p > lim) return false;
+        const k = n - first;
+        ops += k + 2;
+        if (k > maxGroup) maxGroup = k;
+      } else if (g === Op.BINGET || g === Op.LONG_BINGET) {
+        const q = p + (g === Op.LONG_BINGET ? 5 : 2);
+        if (q >= lim) return false;
+        if (buf[q] !== Op.APPEND) break;
+        p = q + 1;
+        n++;
+        ops += 2;
+        if (maxGroup < 1) maxGroup = 1;
+      } else break;
+    }
+    this.listEnd = p;
+    this.listItems = n;
+    this.listOps = ops;
+    this.skipGroup = maxGroup;
+    return true;
+  }
+
+  /** A key for the list's bytes: its length, first and last words (what differs between
+   *  stacks is mostly at the end: the Python frames after shared C++ ones). */
+  private bytesKey(start: number, end: number): number {
+    const buf = this.r.src.buf;
+    const len = end - start;
+    let h = Math.imul(0x811c9dc5 ^ len, 0x01000193);
+    if (len >= 4) h = Math.imul(h ^ buf.readInt32LE(start), 0x01000193);
+    for (let k = end - 4; k >= start && k >= end - 32; k -= 4) h = Math.imul(h ^ buf.readInt32LE(k), 0x01000193);
+    return h & 0x3fffffff;
+  }
+
+  /**
+   * A stack list whose bytes equal one read before holds the same items (the bytes decide
+   * the parse; memo indices only grow, and the cache empties when an entry changes), so it
+   * is the same stack: found by one native compare instead of reading ~70 memo indices.
+   */
+  private knownBytes(): boolean {
+    if (!this.skipList()) return false;
+    const start = this.listStart;
+    const end = this.listEnd;
+    const c = this.byBytes.get(this.bytesKey(start, end));
+    if (c === undefined || c.bytes.length !== end - start) return false;
+    if (this.r.src.buf.compare(c.bytes, 0, c.bytes.length, start, end) !== 0) return false;
+    this.p = end;
+    if (this.skipGroup > this.maxGroup) this.maxGroup = this.skipGroup;
+    this.ops += this.listOps;
+    this.stackRef = c.ref;
+    return true;
+  }
+
+  /** Remembers the list just resolved by its bytes (after resolveStack found its stack). */
+  private rememberBytes(): void {
+    if (this.nByBytes >= MAX_STACKS) {
+      this.byBytes.clear();
+      this.nByBytes = 0;
+    }
+    const ref = this.stackRef!;
+    // One entry per key: a colliding list replaces it (found again the slower way).
+    this.byBytes.set(this.bytesKey(this.listStart, this.listEnd), {
+      bytes: Buffer.from(this.r.src.buf.subarray(this.listStart, this.listEnd)),
+      ref,
+    });
+    this.nByBytes++;
   }
 
   /** The stack of the list read: found by its memo indices, else from the frame dicts themselves. */

@@ -60,7 +60,7 @@ export function stackDecimated(columns: Point[][], total: Point[], xMin: number,
   return out;
 }
 
-function lowerBound(a: Point[], x: number): number {
+export function lowerBound(a: readonly Point[], x: number): number {
   let lo = 0;
   let hi = a.length;
   while (lo < hi) {
