@@ -13,6 +13,7 @@
 #include "engine/autocast/autocast.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
+#include "engine/models/hf/causal_lm.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe.h"
 #include "engine/models/hf/rope.h"
@@ -271,21 +272,10 @@ std::vector<LoraSite> peft_sites(Module& root, const std::vector<std::string>& t
   return out;
 }
 
-class HfCausalLM : public Model {
+class HfCausalLM : public hf::CausalLM {
  public:
-  HfCausalLM(const KindArgs& args, DType dt) : arch_(hf::read_arch(args)), seq_(args.i("seq")), dt_(dt) {
-    const std::string attn = args.s("attn_implementation");
-    if (attn != "sdpa")
-      throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
-                                  "\" is not modelled yet (only \"sdpa\")");
+  HfCausalLM(const KindArgs& args, DType dt) : CausalLM(args), dt_(dt) {
     const Arch& a = arch_;
-    {
-      // transformers imports torchaudio.compliance.kaldi lazily while the model is built,
-      // under torch.device("cuda"): its module-level EPSILON = torch.tensor(eps) lands on
-      // the GPU and stays (a 4-byte float32 scalar; seen in the allocator's snapshot)
-      CategoryScope cs(Category::Other);
-      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
-    }
     auto model = std::make_shared<Container>("Model");
     embed_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
     model->add("embed_tokens", embed_);
@@ -307,36 +297,12 @@ class HfCausalLM : public Model {
     rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
     model->add("rotary_emb", rotary_);
     register_module("model", model);
-    // nn.Linear(hidden, vocab) is made with its own weight either way; post_init's
-    // tie_weights() then points it at embed_tokens.weight and the weight made is freed
-    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
-    if (a.tie) lm_head_ = std::make_shared<Linear>(embed_->weight);
-    register_module("lm_head", lm_head_);
+    make_lm_head(dt, embed_->weight);
   }
-  std::string type_name() const override { return arch_.name; }
 
   Tensor forward(const Tensor& idx) override {
-    const int64_t T = idx.size(1);
-    if (T > arch_.max_positions)
-      throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed max_position_embeddings (" +
-                                  std::to_string(arch_.max_positions) + ")");
-    Tensor logits;
-    {
-      Tensor h = model_forward(idx, nullptr, 0);
-      CategoryScope cs(Category::Logits);
-      logits = (*lm_head_)(h);  // lm_head(hidden_states[:, slice(0, None), :])
-      if (arch_.final_softcap > 0) {
-        // logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
-        logits = div(logits, arch_.final_softcap);
-        logits = engine::tanh(logits);
-        logits = mul(logits, arch_.final_softcap);
-      }
-    }
-    {
-      CategoryScope cs(Category::Logits);
-      loss_ = hf::causal_lm_loss(logits, idx, arch_.vocab);
-    }
-    return logits;
+    check_length(idx.size(1), "max_position_embeddings");
+    return head(model_forward(idx, nullptr, 0), idx);
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
@@ -348,19 +314,8 @@ class HfCausalLM : public Model {
     return (*lm_head_)(last);
   }
 
-  Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
-  // labels=input_ids: the model shifts them itself, nothing more is allocated
-  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
-  bool loss_in_forward() const override { return true; }
-  Tensor loss(const Tensor&, const Batch&, LossKind) override {
-    Tensor l = std::move(loss_);
-    loss_.reset();
-    return l;
-  }
   bool can_generate() const override { return true; }
   bool hf_generate() const override { return true; }
-  int64_t vocab() const override { return arch_.vocab; }
-  int64_t num_blocks() const override { return arch_.layers; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     std::vector<std::shared_ptr<PeftLoraLinear>> wrapped;
@@ -429,16 +384,12 @@ class HfCausalLM : public Model {
     return out;
   }
 
-  Arch arch_;
-  int64_t seq_;
   DType dt_;
   std::shared_ptr<Embedding> embed_;
   std::vector<std::shared_ptr<HfLayer>> layers_;
   std::shared_ptr<RmsNorm> norm_;
-  std::shared_ptr<Linear> lm_head_;
   std::shared_ptr<hf::RotaryEmbedding> rotary_;
-  Tensor import_scalar_, embed_scale_;
-  Tensor loss_;
+  Tensor embed_scale_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "engine/autograd/node.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
+#include "engine/models/hf/causal_lm.h"
 #include "engine/models/hf/decoder.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/transformer_common.h"
@@ -156,22 +157,13 @@ class Gpt2Block : public Container {
   }
 };
 
-class Gpt2LMHeadModel : public Model {
+class Gpt2LMHeadModel : public CausalLM {
  public:
-  Gpt2LMHeadModel(const KindArgs& args, DType dt) : arch_(read_arch(args)), seq_(args.i("seq")) {
-    const std::string attn = args.s("attn_implementation");
-    if (attn != "sdpa")
-      throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
-                                  "\" is not modelled yet (only \"sdpa\")");
+  Gpt2LMHeadModel(const KindArgs& args, DType dt) : CausalLM(args) {
     const Arch& a = arch_;
     if (a.hidden % a.heads != 0)
       throw std::invalid_argument(args.path + ".config: n_embd (" + std::to_string(a.hidden) +
                                   ") must be divisible by n_head (" + std::to_string(a.heads) + ")");
-    {
-      // the lazily imported torchaudio kaldi module's EPSILON, as for every hf model
-      CategoryScope cs(Category::Other);
-      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
-    }
     auto transformer = std::make_shared<Container>("GPT2Model");
     wte_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
     transformer->add("wte", wte_);
@@ -186,41 +178,13 @@ class Gpt2LMHeadModel : public Model {
     ln_f_ = std::make_shared<LayerNorm>(a.hidden, dt);
     transformer->add("ln_f", ln_f_);
     register_module("transformer", transformer);
-    // nn.Linear(n_embd, vocab, bias=False) made with its own weight, then tied to wte by post_init
-    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
-    if (a.tie) lm_head_ = std::make_shared<Linear>(wte_->weight);
-    register_module("lm_head", lm_head_);
+    make_lm_head(dt, wte_->weight);
   }
-  std::string type_name() const override { return arch_.name; }
 
   Tensor forward(const Tensor& idx) override {
-    const int64_t T = idx.size(1);
-    if (T > arch_.max_positions)
-      throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed n_positions (" +
-                                  std::to_string(arch_.max_positions) + ")");
-    Tensor logits;
-    {
-      Tensor h = transformer_forward(idx);
-      CategoryScope cs(Category::Logits);
-      logits = (*lm_head_)(h);
-    }
-    {
-      CategoryScope cs(Category::Logits);
-      loss_ = causal_lm_loss(logits, idx, arch_.vocab);
-    }
-    return logits;
+    check_length(idx.size(1), "n_positions");
+    return head(transformer_forward(idx), idx);
   }
-
-  Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
-  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
-  bool loss_in_forward() const override { return true; }
-  Tensor loss(const Tensor&, const Batch&, LossKind) override {
-    Tensor l = std::move(loss_);
-    loss_.reset();
-    return l;
-  }
-  int64_t vocab() const override { return arch_.vocab; }
-  int64_t num_blocks() const override { return arch_.layers; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     adapted_ = f.method != "full";
@@ -304,13 +268,9 @@ class Gpt2LMHeadModel : public Model {
     return out;
   }
 
-  Arch arch_;
-  int64_t seq_;
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<Gpt2Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
-  std::shared_ptr<Linear> lm_head_;
-  Tensor import_scalar_, loss_;
   bool adapted_ = false;  // LoRA or freeze
 };
 
