@@ -19,6 +19,7 @@
 #include "engine/autocast/autocast.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/common.h"
+#include "engine/ops/sdpa_math.h"
 
 namespace vramlab::engine {
 
@@ -423,10 +424,11 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     case SdpaBackend::Flash:
       return flash_forward(q, k, v, is_causal, scale, need_lse, dropout_p);
     case SdpaBackend::Efficient:
-      if (gqa)
-        throw std::invalid_argument(
-            "scaled_dot_product_attention: grouped-query attention with these inputs would run PyTorch's math "
-            "fallback, which the lab does not model");
+      // memory-efficient attention takes no enable_gqa: PyTorch falls back to the math path
+      if (gqa) {
+        current_context().last_sdpa_backend = "math";
+        return sdpa_math(q, k, v, is_causal, true, scale, dropout_p);
+      }
       return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
   throw std::logic_error("unreachable");

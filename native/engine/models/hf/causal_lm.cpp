@@ -11,9 +11,9 @@ namespace vramlab::engine::hf {
 
 CausalLM::CausalLM(const KindArgs& args) : arch_(read_arch(args)), seq_(args.i("seq")) {
   const std::string attn = args.s("attn_implementation");
-  if (attn != "sdpa")
-    throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
-                                "\" is not modelled yet (only \"sdpa\")");
+  if (attn != "sdpa" && attn != "eager")
+    throw std::invalid_argument(args.path + ".attn_implementation \"" + attn + "\" is not supported (sdpa, eager)");
+  arch_.eager = attn == "eager";
   // transformers imports torchaudio.compliance.kaldi lazily while the model is built,
   // under torch.device("cuda"): its module-level EPSILON = torch.tensor(eps) lands on
   // the GPU and stays (a 4-byte float32 scalar; seen in the allocator's snapshot)

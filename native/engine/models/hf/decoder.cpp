@@ -7,13 +7,16 @@
 // is already contiguous after .transpose(1, 2), as in PyTorch).
 #include "engine/models/hf/decoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/causal_lm.h"
+#include "engine/models/hf/eager.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe.h"
 #include "engine/models/hf/rope.h"
@@ -83,7 +86,8 @@ class HfAttention : public Container {
 
   // (B, T, C) -> (B, T, C); cos/sin (1, T, 1, D) in the hidden states' dtype. With a
   // cache, keys/values of earlier positions join before attention.
-  Tensor attend(const Tensor& h, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer, int64_t pos) {
+  Tensor attend(const Tensor& h, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache, size_t layer,
+                int64_t pos) {
     ModuleScope ms(path_id());
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), H = a_.heads, KV = a_.kv_heads, D = a_.head_dim;
@@ -131,11 +135,19 @@ class HfAttention : public Container {
       k = kv.first;
       v = kv.second;
     }
-    // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
     const double scale =
         a_.query_pre_attn_scalar > 0 ? 1.0 / std::sqrt(a_.query_pre_attn_scalar) : 1.0 / std::sqrt(double(D));
-    Tensor o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
-    o = o.transpose(1, 2).contiguous();
+    Tensor o, weights;  // attn_output, attn_weights (eager's, held until this forward returns)
+    if (a_.eager) {
+      hf::EagerAttention e;
+      e.scaling = scale;
+      e.softcap = a_.attn_softcap;
+      std::tie(o, weights) = hf::eager_attention(q, k, v, mask, e, true);
+    } else {
+      // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
+      o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
+      o = o.transpose(1, 2).contiguous();
+    }
     o = o.reshape({B, T, H * D}).contiguous();
     // query_states, key_states and value_states are locals of the attention's forward:
     // under checkpointing nothing saves them, yet they live until it returns, through o_proj.
@@ -213,17 +225,18 @@ class HfLayer : public Container {
     if (a.norms != Arch::Norms::Pre) add("post_feedforward_layernorm", norm());
   }
 
-  Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer,
-                       int64_t pos) {
+  Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache,
+                       size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
-    if (a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
+    // (eager attention materialises the sliding mask whatever the length)
+    if (!a_.eager && a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
       throw std::invalid_argument("hf: " + std::to_string(pos + x.size(1)) + " positions reach the sliding window (" +
                                   std::to_string(a_.sliding_window) +
                                   "): its attention mask is not modelled yet (sequences shorter than the window are)");
     auto attn = std::static_pointer_cast<HfAttention>(get("self_attn"));
     // residual = hidden_states; hidden_states = input_layernorm(hidden_states); self_attn; ...
     Tensor h = a_.norms == Arch::Norms::Post ? x : norm("input_layernorm", x);
-    h = attn->attend(h, cos, sin, cache, layer, pos);
+    h = attn->attend(h, cos, sin, mask, cache, layer, pos);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_attention_layernorm", h);
     Tensor r = engine::add(x, h);
     h.reset();  // hidden_states = residual + hidden_states frees the attention output here
@@ -293,9 +306,17 @@ class HfCausalLM : public hf::CausalLM {
     model->add("layers", list);
     norm_ = std::make_shared<RmsNorm>(a.hidden, a.norm_eps, dt, norm_style(a));
     model->add("norm", norm_);
-    // LlamaRotaryEmbedding: inv_freq from the rope type's init function and its clone
-    rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
-    model->add("rotary_emb", rotary_);
+    // LlamaRotaryEmbedding: inv_freq from the rope type's init function and its clone;
+    // Gemma-3's holds a pair per layer type present (sorted: full, then sliding)
+    const bool any_full = std::find(a.sliding.begin(), a.sliding.end(), false) != a.sliding.end();
+    if (!a.rope_per_type || any_full) {
+      rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
+      model->add("rotary_emb", rotary_);
+    }
+    if (a.rope_per_type && std::find(a.sliding.begin(), a.sliding.end(), true) != a.sliding.end()) {
+      rotary_sliding_ = std::make_shared<hf::RotaryEmbedding>(a.rope_sliding, a.head_dim);
+      model->add("rotary_emb_sliding", rotary_sliding_);
+    }
     register_module("model", model);
     make_lm_head(dt, embed_->weight);
   }
@@ -306,6 +327,9 @@ class HfCausalLM : public hf::CausalLM {
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    if (arch_.eager)
+      throw std::invalid_argument(
+          "hf: generation with attn_implementation \"eager\" is not modelled yet (its per-step masks); use \"sdpa\"");
     hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
     Tensor h = model_forward(idx, &cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
@@ -357,30 +381,78 @@ class HfCausalLM : public hf::CausalLM {
       position_ids = add(ar, double(past)).unsqueeze(0);
     }
     if (!cache) hf::packed_sequence_check(position_ids, B);
+    // eager attention's masks (create_causal_mask / create_sliding_window_causal_mask), in
+    // the inputs' dtype; each mask function checks the position ids for packing first
+    Tensor full_mask, sliding_mask;
+    if (arch_.eager && !cache) {
+      const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
+      if (arch_.masks == Arch::Masks::One) {
+        full_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);
+      } else {
+        full_mask = hf::eager_causal_mask(B, T, emb.dtype(), 0);
+        if (arch_.masks == Arch::Masks::Both || any_sliding) {
+          hf::packed_sequence_check(position_ids, B);
+          sliding_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);
+        }
+      }
+    }
     Tensor x = emb;
-    Tensor cos, sin;
-    rotary_->update(past + T);  // @dynamic_rope_update
-    hf::rotary_cos_sin(rotary_->inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(),
-                       arch_.rope_theta, cos, sin);
-    // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
-    Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
+    // the rotary tables: one pair, or (Gemma-3) one per layer type present, each from its
+    // own inv_freq (Python iterates set(layer_types), whose order varies by run: sorted here)
+    Tensor c4, s4, c4_sliding, s4_sliding;
+    auto tables = [&](hf::RotaryEmbedding& r, Tensor& c, Tensor& s) {
+      Tensor cos, sin;
+      r.update(past + T);  // @dynamic_rope_update
+      hf::rotary_cos_sin(r.inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta,
+                         cos, sin);
+      // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
+      c = cos.unsqueeze(2);
+      s = sin.unsqueeze(2);
+    };
+    if (rotary_) tables(*rotary_, c4, s4);
+    if (rotary_sliding_) tables(*rotary_sliding_, c4_sliding, s4_sliding);
+    // which tables and mask layer i reads, as indices into the extras below
+    std::vector<Tensor> extra;
+    auto slot = [&](const Tensor& t) -> int {
+      if (!t.defined()) return -1;
+      extra.push_back(t);
+      return int(extra.size()) - 1;
+    };
+    const int cf = slot(c4), sf = slot(s4), cs_ = slot(c4_sliding), ss = slot(s4_sliding);
+    slot(position_ids);
+    const int mf = slot(full_mask), ms = slot(sliding_mask);
+    const bool one_mask = arch_.masks == Arch::Masks::One;
+    auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask](size_t i, const Tensor& h, const std::vector<Tensor>& ex,
+                                                              KvCache* kv, int64_t at) {
+      const bool sliding = arch_.sliding[i];
+      const bool own_tables = sliding ? cs_ >= 0 : cf >= 0;
+      const int c = own_tables ? (sliding ? cs_ : cf) : (cf >= 0 ? cf : cs_);
+      const int s = own_tables ? (sliding ? ss : sf) : (sf >= 0 ? sf : ss);
+      const int m = one_mask || !sliding || ms < 0 ? mf : ms;
+      return layers_[i]->forward_layer(h, ex[size_t(c)], ex[size_t(s)], m >= 0 ? ex[size_t(m)] : Tensor(), kv, i, at);
+    };
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
     if (cache) {
-      for (size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward_layer(x, c4, s4, cache, i, past);
+      for (size_t i = 0; i < layers_.size(); ++i) x = layer_fn(i, x, extra, cache, past);
     } else {
-      x = run_blocks(layers_.size(), x, checkpoint_,
-                     [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
-                       return layers_[i]->forward_layer(h, ex[0], ex[1], nullptr, i, 0);
-                     },
-                     // HF checkpoints partial(layer.__call__, **kwargs): position_ids rides
-                     // along with the tables until each layer's recomputation
-                     {c4, s4, position_ids});
+      // HF checkpoints partial(layer.__call__, **kwargs): position_ids (and eager's masks)
+      // ride along with the tables until each layer's recomputation (in backward: layer_fn by value)
+      x = run_blocks(
+          layers_.size(), x, checkpoint_,
+          [layer_fn](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
+            return layer_fn(i, h, ex, nullptr, 0);
+          },
+          extra);
     }
+    extra.clear();
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);
     x.reset();
+    // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
     position_ids.reset();
     emb.reset();
+    full_mask.reset();
+    sliding_mask.reset();
     return out;
   }
 
@@ -388,7 +460,7 @@ class HfCausalLM : public hf::CausalLM {
   std::shared_ptr<Embedding> embed_;
   std::vector<std::shared_ptr<HfLayer>> layers_;
   std::shared_ptr<RmsNorm> norm_;
-  std::shared_ptr<hf::RotaryEmbedding> rotary_;
+  std::shared_ptr<hf::RotaryEmbedding> rotary_, rotary_sliding_;  // the second: Gemma-3's sliding layers'
   Tensor embed_scale_;
 };
 

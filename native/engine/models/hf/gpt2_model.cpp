@@ -6,6 +6,7 @@
 // Forwards follow the Python line by line (a local lives until rebound or returned).
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <stdexcept>
 
 #include "engine/autograd/node.h"
@@ -13,6 +14,7 @@
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/causal_lm.h"
 #include "engine/models/hf/decoder.h"
+#include "engine/models/hf/eager.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/transformer_common.h"
 #include "engine/nn/checkpointing.h"
@@ -71,7 +73,10 @@ class Gpt2Attention : public Container {
     add("c_attn", std::make_shared<Conv1D>(3 * a.hidden, a.hidden, dt));
     add("c_proj", std::make_shared<Conv1D>(a.hidden, a.hidden, dt));
   }
-  Tensor forward(const Tensor& h) override {
+  Tensor forward(const Tensor& h) override { return attend(h, Tensor(), nullptr, 0, 0); }
+  // `mask`: eager attention's (B, 1, T, T) causal mask (undefined for sdpa). With a cache
+  // (generate()), the keys/values of earlier positions join before attention.
+  Tensor attend(const Tensor& h, const Tensor& mask, KvCache* cache, size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), C = a_.hidden, H = a_.heads, D = a_.head_dim;
@@ -84,11 +89,28 @@ class Gpt2Attention : public Container {
       k = qkv.slice(-1, C, 2 * C).view({B, T, H, D}).transpose(1, 2);
       v = qkv.slice(-1, 2 * C, 3 * C).view({B, T, H, D}).transpose(1, 2);
     }
-    // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
-    // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
-    Tensor o = scaled_dot_product_attention(q, k, v, T > 1, false, 1.0 / std::sqrt(double(D)),
-                                            training() ? a_.attn_pdrop : 0.0);
-    o = o.transpose(1, 2).contiguous();
+    if (cache) {
+      // key_states, value_states = past_key_values.update(key_states, value_states, layer_idx)
+      auto kv = cache->update(layer, k, v, pos);
+      k = kv.first;
+      v = kv.second;
+    }
+    Tensor o, weights;  // attn_output, attn_weights (eager's, held until this forward returns)
+    if (a_.eager) {
+      // GPT-2's eager_attention_forward: softmax in the scores' dtype, .type(value.dtype),
+      // its output transposed as a view (the reshape below copies it)
+      hf::EagerAttention e;
+      e.scaling = 1.0 / std::sqrt(double(D));
+      e.dropout = training() ? a_.attn_pdrop : 0.0;
+      e.upcast = false;
+      std::tie(o, weights) = eager_attention(q, k, v, mask, e, false);
+    } else {
+      // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
+      // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
+      o = scaled_dot_product_attention(q, k, v, T > 1, false, 1.0 / std::sqrt(double(D)),
+                                       training() ? a_.attn_pdrop : 0.0);
+      o = o.transpose(1, 2).contiguous();
+    }
     o = o.reshape({B, T, C}).contiguous();
     o = call("c_proj", o);
     return dropout(o, a_.resid_pdrop, training());  // resid_dropout; c_proj's output freed
@@ -132,13 +154,14 @@ class Gpt2Block : public Container {
     add("ln_2", std::make_shared<LayerNorm>(a.hidden, dt));
     add("mlp", std::make_shared<Gpt2Mlp>(a, dt));
   }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) override { return run(x, Tensor(), nullptr, 0, 0); }
+  Tensor run(const Tensor& x, const Tensor& mask, KvCache* cache, size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
     // residual = hidden_states; hidden_states = ln_1(...); attn_output, _ = attn(...)
     Tensor attn_output;
     {
       Tensor h = norm("ln_1", x);
-      attn_output = call("attn", h);
+      attn_output = std::static_pointer_cast<Gpt2Attention>(get("attn"))->attend(h, mask, cache, layer, pos);
     }
     Tensor residual = engine::add(attn_output, x);  // hidden_states = attn_output + residual
     Tensor ff;
@@ -185,6 +208,22 @@ class Gpt2LMHeadModel : public CausalLM {
     check_length(idx.size(1), "n_positions");
     return head(transformer_forward(idx), idx);
   }
+
+  // generate() with the dynamic cache, as for the Llama-shaped decoder: GPT2Model over the
+  // new tokens with generate()'s position_ids, then lm_head on the last position only.
+  Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    if (arch_.eager)
+      throw std::invalid_argument(
+          "hf: generation with attn_implementation \"eager\" is not modelled yet (its per-step masks); use \"sdpa\"");
+    check_length(pos + idx.size(1), "n_positions");
+    Tensor h = transformer_cached(idx, cache, pos);
+    Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
+    h.reset();
+    CategoryScope cs(Category::Logits);
+    return (*lm_head_)(last);
+  }
+  bool can_generate() const override { return true; }
+  bool hf_generate() const override { return true; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     adapted_ = f.method != "full";
@@ -254,11 +293,41 @@ class Gpt2LMHeadModel : public CausalLM {
     Tensor position_embeds = (*wpe_)(position_ids);
     Tensor x = add(inputs_embeds, position_embeds);
     packed_sequence_check(position_ids, B);  // create_causal_mask (sdpa, no padding: None)
+    // eager: the mask materialised, in the input embeddings' dtype
+    Tensor causal_mask = arch_.eager ? eager_causal_mask(B, T, inputs_embeds.dtype(), 0) : Tensor();
     x = dropout(x, arch_.embd_pdrop, training());
-    // HF checkpoints partial(block.__call__, **kwargs): position_ids rides along
-    x = run_blocks(blocks_.size(), x, checkpoint_,
-                   [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*blocks_[i])(h); },
-                   {position_ids});
+    // HF checkpoints partial(block.__call__, **kwargs): position_ids (and the mask) ride along
+    std::vector<Tensor> extra{position_ids};
+    if (causal_mask.defined()) extra.push_back(causal_mask);
+    x = run_blocks(
+        blocks_.size(), x, checkpoint_,
+        [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
+          return blocks_[i]->run(h, ex.size() > 1 ? ex[1] : Tensor(), nullptr, i, 0);
+        },
+        extra);
+    extra.clear();
+    Tensor out;
+    {
+      CategoryScope ncs(Category::Norm);
+      out = (*ln_f_)(x);
+    }
+    x.reset();
+    return out;
+  }
+
+  // GPT2Model.forward under generate(): wte, wpe at generate()'s position_ids (batch, T),
+  // their sum, the blocks with the cache (no mask: SDPA's is_causal), ln_f. No dropout (eval).
+  Tensor transformer_cached(const Tensor& idx, KvCache& cache, int64_t pos) {
+    const int64_t B = idx.size(0), T = idx.size(1);
+    CategoryScope cs(Category::Activation);
+    Tensor inputs_embeds = (*wte_)(idx);
+    // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
+    Tensor position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
+    if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+    Tensor position_embeds = (*wpe_)(position_ids);
+    Tensor x = add(inputs_embeds, position_embeds);
+    cache.copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
+    for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->run(x, Tensor(), &cache, i, pos);
     Tensor out;
     {
       CategoryScope ncs(Category::Norm);

@@ -1,0 +1,29 @@
+#pragma once
+// attn_implementation "eager" (transformers 5.17): the float masks masking_utils.eager_mask
+// materialises, and eager_attention_forward as the modeling files write it.
+#include <utility>
+
+#include "engine/core/tensor.h"
+
+namespace vramlab::engine::hf {
+
+// create_causal_mask / create_sliding_window_causal_mask (window > 0) for eager attention in
+// training (no padding mask, no cache): sdpa_mask's index ranges and boolean mask, then
+// torch.where into a (B, 1, T, T) mask of `dtype` (0 or its lowest value).
+Tensor eager_causal_mask(int64_t batch, int64_t T, DType dtype, int64_t window);
+
+struct EagerAttention {
+  double scaling = 1.0;
+  double softcap = 0;  // Gemma-2's attn_logit_softcapping (0: none)
+  double dropout = 0;  // p, 0 when not training
+  bool upcast = true;  // softmax(dtype=float32).to(query.dtype) (Llama's) or GPT-2's softmax().type(value.dtype)
+};
+
+// eager_attention_forward on q (B, H, T, D), k/v (B, KV, T, D): repeat_kv, the scores, the
+// mask added, softmax, dropout, the product. Returns (attn_output, attn_weights):
+// attn_output.transpose(1, 2) — made contiguous when `contiguous` (Llama's), a view
+// otherwise (GPT-2's) — and the weights the caller keeps until its forward returns.
+std::pair<Tensor, Tensor> eager_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                          const EagerAttention& e, bool contiguous);
+
+}  // namespace vramlab::engine::hf
