@@ -65,8 +65,11 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
   auto cudnn_ok = [&] {
     // check_cudnn_dropout: the probability in steps of 1/16
     if (dropout_p * 16.0 != std::floor(dropout_p * 16.0)) return false;
-    return half && cc >= 80 && dq == dv && dq <= 128 && dq % 8 == 0 && dv % 8 == 0 && sk != 1 && q.size(0) <= 65535 &&
-           q.size(1) <= 65535 && q.strides()[3] == 1 && k.strides()[3] == 1 && v.strides()[3] == 1;
+    // check_cudnn_tensor_shapes: head dims up to 128, or 256 on Hopper (sm90) with cuDNN >= 9.10
+    const int64_t head_dim_limit = cc == 90 ? 256 : 128;
+    return half && cc >= 80 && dq == dv && dq <= head_dim_limit && dq % 8 == 0 && dv % 8 == 0 && sk != 1 &&
+           q.size(0) <= 65535 && q.size(1) <= 65535 && q.strides()[3] == 1 && k.strides()[3] == 1 &&
+           v.strides()[3] == 1;
   };
   auto flash_ok = [&] {
     return half && cc >= 80 && dq == dk && dq == dv && dq <= 256 && (!causal || sq == sk) && q.strides()[3] == 1 &&
