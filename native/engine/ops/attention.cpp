@@ -93,7 +93,7 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
 
 // ---- cuDNN ----
 struct ScaledDotProductCudnnAttentionBackward0 : Node {
-  SavedVariable key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
+  SavedVariable attn_bias_, key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
   bool causal = false;
   double scale = 1;
   std::string name() const override { return "ScaledDotProductCudnnAttentionBackward0"; }
@@ -113,6 +113,7 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
     return {dq, dk, dv};
   }
   void release_variables() override {
+    attn_bias_.reset_data();
     key_.reset_data();
     query_.reset_data();
     value_.reset_data();
@@ -123,7 +124,9 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
   }
 };
 
-Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
+// `bias`: an additive mask (B, 1, L, S), saved for the backward when given.
+Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                     const Tensor* bias = nullptr) {
   auto n = need_lse ? make_node<ScaledDotProductCudnnAttentionBackward0>({&q, &k, &v}) : nullptr;
   Tensor seed = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
   Tensor offset = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
@@ -146,6 +149,7 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     n->logsumexp_ = SavedVariable(lse, false);
     n->philox_seed_ = SavedVariable(seed, false);
     n->philox_offset_ = SavedVariable(offset, false);
+    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
   return out;
 }
@@ -435,6 +439,32 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
       return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
   throw std::logic_error("unreachable");
+}
+
+Tensor scaled_dot_product_attention_masked(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t batch,
+                                           double scale) {
+  Tensor v = autocast_lower(v_in), k = autocast_lower(k_in), q = autocast_lower(q_in);
+  AutocastExcludeGuard ex;
+  if (q.dim() != 4 || k.size(1) != q.size(1) || q.dtype() != k.dtype() || q.dtype() != v.dtype())
+    throw std::invalid_argument("scaled_dot_product_attention with a mask: (B, H, L, D) inputs of one dtype and heads");
+  if (current_context().backend().has_data() || !current_context().backend().models_cuda())
+    throw std::invalid_argument("scaled_dot_product_attention with a mask runs on the simulated GPUs only");
+  const SdpaBackend backend = select_backend(q, k, v, false, 0.0);
+  const bool prefer_cudnn =
+      current_context().compute_capability() == 90 || current_context().compute_capability() == 100;
+  if (backend != SdpaBackend::Cudnn || !prefer_cudnn)
+    throw std::invalid_argument(
+        "scaled_dot_product_attention with a mask: only cuDNN's path (half types on Hopper/Blackwell) is modelled; "
+        "float32 takes memory-efficient attention with a bias, which the lab does not model yet");
+  current_context().last_sdpa_backend = sdpa_backend_name(backend);
+  // convert_boolean_attn_mask_cudnn: where(mask, 0, -65504) in q's dtype, its two scalars on the
+  // device for the call; the (B, 1, L, S) result lives as long as the node that saves it
+  Tensor bias;
+  {
+    Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor"), low = make_tensor({}, q.dtype(), "scalar_tensor");
+    bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
+  }
+  return cudnn_forward(q, k, v, false, scale, any_requires_grad({&q, &k, &v}), &bias);
 }
 
 }  // namespace vramlab::engine

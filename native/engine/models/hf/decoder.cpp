@@ -143,6 +143,12 @@ class HfAttention : public Container {
       e.scaling = scale;
       e.softcap = a_.attn_softcap;
       std::tie(o, weights) = hf::eager_attention(q, k, v, mask, e, true);
+    } else if (mask.defined()) {
+      // sdpa_attention_forward with a mask (a sliding window masking something): HF repeats
+      // k and v itself (no enable_gqa), not causal; the copies go when it returns
+      Tensor kr = hf::repeat_kv(k, H / KV), vr = hf::repeat_kv(v, H / KV);
+      o = scaled_dot_product_attention_masked(q, kr, vr, B, scale);
+      o = o.transpose(1, 2).contiguous();
     } else {
       // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
       o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
@@ -229,10 +235,10 @@ class HfLayer : public Container {
                        size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
     // (eager attention materialises the sliding mask whatever the length)
-    if (!a_.eager && a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
-      throw std::invalid_argument("hf: " + std::to_string(pos + x.size(1)) + " positions reach the sliding window (" +
-                                  std::to_string(a_.sliding_window) +
-                                  "): its attention mask is not modelled yet (sequences shorter than the window are)");
+    if (cache && !a_.eager && a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
+      throw std::invalid_argument("hf: generating " + std::to_string(pos + x.size(1)) +
+                                  " positions reaches the sliding window (" + std::to_string(a_.sliding_window) +
+                                  "): its per-step masks are not modelled yet (training past the window is)");
     auto attn = std::static_pointer_cast<HfAttention>(get("self_attn"));
     // residual = hidden_states; hidden_states = input_layernorm(hidden_states); self_attn; ...
     Tensor h = a_.norms == Arch::Norms::Post ? x : norm("input_layernorm", x);
@@ -394,6 +400,16 @@ class HfCausalLM : public hf::CausalLM {
           hf::packed_sequence_check(position_ids, B);
           sliding_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);
         }
+      }
+    } else if (!cache && arch_.sliding_window > 0 && T >= arch_.sliding_window &&
+               std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end()) {
+      // sdpa: the causal mask is skipped (is_causal), the sliding one materialised once the
+      // window masks something (_ignore_causal_mask_sdpa with local_size), kept boolean
+      if (arch_.masks == Arch::Masks::One) {
+        full_mask = hf::causal_bool_mask(B, T, arch_.sliding_window);
+      } else {
+        hf::packed_sequence_check(position_ids, B);
+        sliding_mask = hf::causal_bool_mask(B, T, arch_.sliding_window);
       }
     }
     Tensor x = emb;

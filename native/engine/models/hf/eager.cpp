@@ -18,6 +18,8 @@ Tensor offset_range(int64_t n) {
   return add(r, 0.0);
 }
 
+}  // namespace
+
 // repeat_kv: hidden[:, :, None].expand(B, KV, n_rep, T, D).reshape(B, KV * n_rep, T, D)
 Tensor repeat_kv(const Tensor& x, int64_t n_rep) {
   if (n_rep == 1) return x;
@@ -25,9 +27,18 @@ Tensor repeat_kv(const Tensor& x, int64_t n_rep) {
   return x.unsqueeze(2).expand({B, KV, n_rep, T, D}).reshape({B, KV * n_rep, T, D});
 }
 
-}  // namespace
-
 Tensor eager_causal_mask(int64_t B, int64_t T, DType dtype, int64_t window) {
+  Tensor mask = causal_bool_mask(B, T, window);
+  NoGradGuard ng;
+  CategoryScope cs(Category::Attention);
+  // eager_mask: torch.where(mask, torch.tensor(0.0, dtype=dtype), min_dtype)
+  Tensor zero = make_tensor({}, dtype, "torch.tensor");
+  Tensor out = make_tensor({B, 1, T, T}, dtype, "where");
+  zero.reset();
+  return out;
+}
+
+Tensor causal_bool_mask(int64_t B, int64_t T, int64_t window) {
   NoGradGuard ng;
   CategoryScope cs(Category::Attention);
   Tensor mask;
@@ -58,11 +69,7 @@ Tensor eager_causal_mask(int64_t B, int64_t T, DType dtype, int64_t window) {
     }
     // .expand(batch_size, -1, q_length, kv_length): a view
   }
-  // eager_mask: torch.where(mask, torch.tensor(0.0, dtype=dtype), min_dtype)
-  Tensor zero = make_tensor({}, dtype, "torch.tensor");
-  Tensor out = make_tensor({B, 1, T, T}, dtype, "where");
-  zero.reset();
-  return out;
+  return mask;
 }
 
 std::pair<Tensor, Tensor> eager_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,

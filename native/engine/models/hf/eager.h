@@ -11,6 +11,11 @@ namespace vramlab::engine::hf {
 // training (no padding mask, no cache): sdpa_mask's index ranges and boolean mask, then
 // torch.where into a (B, 1, T, T) mask of `dtype` (0 or its lowest value).
 Tensor eager_causal_mask(int64_t batch, int64_t T, DType dtype, int64_t window);
+// sdpa_mask's boolean (1, 1, T, T) mask (expanded to the batch as a view), as sdpa gets it
+// when a sliding window masks something (T >= window); causal only for window 0.
+Tensor causal_bool_mask(int64_t batch, int64_t T, int64_t window);
+// repeat_kv (the copy HF makes of k and v for eager attention, and for sdpa with a mask).
+Tensor repeat_kv(const Tensor& x, int64_t n_rep);
 
 struct EagerAttention {
   double scaling = 1.0;
