@@ -65,11 +65,12 @@ TEST(engine_hf_paths, MeasuredRunsReport) {
 // Eager attention: the (B, 1, T, T) masks in the inputs' dtype (two for Gemma-2, the sliding one
 // past its window too), repeat_kv's copies, the scores, the float32 softmax held for backward
 // and its cast, the weights kept until the attention returns; GPT-2's own softmax in the
-// scores' dtype with its dropout. Every reading exact, reserved included.
+// scores' dtype with its dropout; Llama generate() with a mask per step (generate()'s padding mask
+// as bool, and-ed with the causal one). Every reading exact, reserved included.
 TEST(engine_hf_paths, EagerAttentionIsExact) {
   for (const char* tag : {"eager_llama_fp32", "eager_llama_fp32w_bf16amp", "eager_llama_lora_qv", "eager_llama_ckpt",
                           "eager_llama_mha_b2_512", "eager_gemma2_bf16", "eager_window_gemma2", "eager_gpt2_fp32",
-                          "eager_gpt2_bf16_nodrop", "eager_gpt2_bf16"})
+                          "eager_gpt2_bf16_nodrop", "eager_gpt2_bf16", "eager_llama_generate"})
     expect_exact(tag);
 }
 

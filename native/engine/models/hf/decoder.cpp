@@ -333,9 +333,11 @@ class HfCausalLM : public hf::CausalLM {
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
-    if (arch_.eager)
+    if (arch_.eager && arch_.masks != Arch::Masks::One)
       throw std::invalid_argument(
-          "hf: generation with attn_implementation \"eager\" is not modelled yet (its per-step masks); use \"sdpa\"");
+          "hf: generation with attn_implementation \"eager\" is modelled for one mask per model (Llama, Mistral, ...), "
+          "not for " +
+          arch_.name + "'s per-layer-type masks; use \"sdpa\"");
     hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
     Tensor h = model_forward(idx, &cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
@@ -390,7 +392,12 @@ class HfCausalLM : public hf::CausalLM {
     // eager attention's masks (create_causal_mask / create_sliding_window_causal_mask), in
     // the inputs' dtype; each mask function checks the position ids for packing first
     Tensor full_mask, sliding_mask;
-    if (arch_.eager && !cache) {
+    if (arch_.eager && cache) {
+      // (with a sliding window the mask function gains the window's overlay: not modelled)
+      if (arch_.sliding_window > 0)
+        throw std::invalid_argument("hf: eager generation with a sliding window is not modelled yet; use \"sdpa\"");
+      full_mask = hf::eager_generation_mask(B, T, past + T, emb.dtype());
+    } else if (arch_.eager && !cache) {
       const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
       if (arch_.masks == Arch::Masks::One) {
         full_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);

@@ -72,6 +72,37 @@ Tensor causal_bool_mask(int64_t B, int64_t T, int64_t window) {
   return mask;
 }
 
+Tensor eager_generation_mask(int64_t B, int64_t T, int64_t kv, DType dtype) {
+  NoGradGuard ng;
+  CategoryScope cs(Category::Attention);
+  // _preprocess_mask_arguments: generate()'s 2-D attention_mask .to(torch.bool)
+  Tensor padding_mask = bool_tensor(B * kv, "_to_copy");
+  Tensor mask;
+  {
+    // sdpa_mask(allow_is_causal_skip=False) with and_masks(causal, padding_mask_function)
+    Tensor batch_arange = arange(0, B), head_arange = arange(0, 1);
+    Tensor q_arange = offset_range(T), kv_arange = offset_range(kv);
+    Tensor result = bool_tensor(1, "new_ones");
+    {
+      Tensor causal = bool_tensor(T * kv, "le");  // (1, 1, T, kv)
+      Tensor next = bool_tensor(T * kv, "bitwise_and");
+      causal.reset();
+      result = next;
+    }
+    {
+      Tensor padded = bool_tensor(B * kv, "index");  // padding_mask[batch_idx, kv_idx]: (B, 1, 1, kv)
+      Tensor next = bool_tensor(B * T * kv, "bitwise_and");
+      padded.reset();
+      result = next;
+    }
+    mask = result;
+  }
+  Tensor zero = make_tensor({}, dtype, "torch.tensor");
+  Tensor out = make_tensor({B, 1, T, kv}, dtype, "where");
+  zero.reset();
+  return out;
+}
+
 std::pair<Tensor, Tensor> eager_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                           const EagerAttention& e, bool contiguous) {
   const int64_t n_rep = q.size(1) / k.size(1);

@@ -11,6 +11,9 @@ namespace vramlab::engine::hf {
 // training (no padding mask, no cache): sdpa_mask's index ranges and boolean mask, then
 // torch.where into a (B, 1, T, T) mask of `dtype` (0 or its lowest value).
 Tensor eager_causal_mask(int64_t batch, int64_t T, DType dtype, int64_t window);
+// The same under generate() (a cache, generate()'s 2-D attention mask of ones): the padding
+// mask as bool and combined with the causal one, (B, 1, T, kv) in `dtype`.
+Tensor eager_generation_mask(int64_t batch, int64_t T, int64_t kv, DType dtype);
 // sdpa_mask's boolean (1, 1, T, T) mask (expanded to the batch as a view), as sdpa gets it
 // when a sliding window masks something (T >= window); causal only for window 0.
 Tensor causal_bool_mask(int64_t batch, int64_t T, int64_t window);
