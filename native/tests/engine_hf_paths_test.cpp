@@ -92,13 +92,13 @@ TEST(engine_hf_paths, Gemma3PerLayerTypeRotaryIsExact) {
     expect_exact(tag);
 }
 
-// Training past a sliding window under sdpa (bf16): the boolean sliding mask materialised once
-// the window masks something, k and v repeated by HF (no enable_gqa with a mask), and cuDNN
-// with the mask converted to an additive one that its node keeps (Mistral, Gemma-2, Gemma-3,
-// Qwen2 with sliding layers).
+// Training past a sliding window under sdpa: the boolean sliding mask materialised once the
+// window masks something, k and v repeated by HF (no enable_gqa with a mask), and the mask
+// converted to an additive one the attention node keeps: cuDNN's for bf16 (Mistral, Gemma-2,
+// Gemma-3, Qwen2 with sliding layers), memory-efficient attention's for float32 (Mistral).
 TEST(engine_hf_paths, SlidingWindowTrainingIsExact) {
-  for (const char* tag :
-       {"window_mistral_256_w128", "window_gemma2_256_w128", "window_gemma3_256_w128", "window_qwen2_256_w128"})
+  for (const char* tag : {"window_mistral_256_w128", "window_gemma2_256_w128", "window_gemma3_256_w128",
+                          "window_qwen2_256_w128", "window_mistral_fp32"})
     expect_exact(tag);
 }
 

@@ -296,7 +296,7 @@ int64_t efficient_workspace_bytes(bool half, int64_t B, int64_t H, int64_t M, in
 }
 
 struct ScaledDotProductEfficientAttentionBackward0 : Node {
-  SavedVariable key_, query_, value_, log_sumexp_, output_;
+  SavedVariable attn_bias_, key_, query_, value_, log_sumexp_, output_;
   bool causal = false;
   double scale = 1;
   std::string name() const override { return "ScaledDotProductEfficientAttentionBackward0"; }
@@ -331,6 +331,7 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
     return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
   }
   void release_variables() override {
+    attn_bias_.reset_data();
     key_.reset_data();
     query_.reset_data();
     value_.reset_data();
@@ -339,7 +340,8 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
   }
 };
 
-Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
+Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                         const Tensor* bias = nullptr) {
   auto n = need_lse ? make_node<ScaledDotProductEfficientAttentionBackward0>({&q, &k, &v}) : nullptr;
   const int64_t B = q.size(0), H = q.size(1), M = q.size(2), Kv = v.size(3);
   Tensor res = make_tensor({B, M, H, Kv}, q.dtype(), "_efficient_attention_forward");
@@ -364,6 +366,7 @@ Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool
     set_history(out, n);
     n->output_ = SavedVariable(out, true);
     n->log_sumexp_ = SavedVariable(lse, false);
+    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
   return out;
 }
@@ -452,11 +455,23 @@ Tensor scaled_dot_product_attention_masked(const Tensor& q_in, const Tensor& k_i
   const SdpaBackend backend = select_backend(q, k, v, false, 0.0);
   const bool prefer_cudnn =
       current_context().compute_capability() == 90 || current_context().compute_capability() == 100;
+  current_context().last_sdpa_backend = sdpa_backend_name(backend);
+  const bool need_lse = any_requires_grad({&q, &k, &v});
+  if (backend == SdpaBackend::Efficient && q.size(2) % 16 == 0 && k.size(2) % 16 == 0) {
+    // convert_boolean_attn_mask: where(mask.logical_not(), -inf, scalar_tensor(0.0)), its
+    // arguments made right to left; lengths that are multiples of 16 need no padded bias
+    Tensor bias;
+    {
+      Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor");
+      Tensor inverted = bool_tensor(batch * q.size(2) * k.size(2), "logical_not");
+      bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
+    }
+    return efficient_forward(q, k, v, false, scale, need_lse, &bias);
+  }
   if (backend != SdpaBackend::Cudnn || !prefer_cudnn)
     throw std::invalid_argument(
-        "scaled_dot_product_attention with a mask: only cuDNN's path (half types on Hopper/Blackwell) is modelled; "
-        "float32 takes memory-efficient attention with a bias, which the lab does not model yet");
-  current_context().last_sdpa_backend = sdpa_backend_name(backend);
+        "scaled_dot_product_attention with a mask: cuDNN's path (half types on Hopper/Blackwell) and memory-efficient "
+        "attention with lengths that are multiples of 16 are modelled, not these inputs");
   // convert_boolean_attn_mask_cudnn: where(mask, 0, -65504) in q's dtype, its two scalars on the
   // device for the call; the (B, 1, L, S) result lives as long as the node that saves it
   Tensor bias;
@@ -464,7 +479,7 @@ Tensor scaled_dot_product_attention_masked(const Tensor& q_in, const Tensor& k_i
     Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor"), low = make_tensor({}, q.dtype(), "scalar_tensor");
     bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
   }
-  return cudnn_forward(q, k, v, false, scale, any_requires_grad({&q, &k, &v}), &bias);
+  return cudnn_forward(q, k, v, false, scale, need_lse, &bias);
 }
 
 }  // namespace vramlab::engine
