@@ -76,21 +76,6 @@ TEST(engine_hf_gpt2, MeasuredRopeTypesAreExact) {
   for (size_t i = 10; i <= 16; ++i) expect_exact(measured()["runs"].items().at(i), "sim:h100-80gb");
 }
 
-// GPT-2's generate() (its own cache path) is not modelled: refused before anything runs, by name.
-TEST(engine_hf_gpt2, GenerationIsRefusedNamingTheModel) {
-  SpecValue p = published()["runs"].items().at(2)["spec"];
-  auto f = p.fields();
-  f["mode"] = SpecValue::string("generate");
-  f["new_tokens"] = SpecValue::number(4);
-  try {
-    check_run_spec(read_run_spec(vramlab::spectest::hf_spec(SpecValue::object(f), "sim:h100-80gb")));
-    FAIL() << "GPT-2 generation was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("GPT2LMHeadModel generation is not modelled yet"), std::string::npos)
-        << e.what();
-  }
-}
-
 // Not exact yet, printed with their differences: fp32 with checkpointing (after the backward
 // 1 to 2 MiB high, reserved_peak 52 MiB low; no PyTorch trace of it yet) and LoRA with
 // checkpointing in bf16 (reserved_peak one small segment high).

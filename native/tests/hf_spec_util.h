@@ -63,7 +63,8 @@ inline SpecValue hf_spec(const SpecValue& p, const std::string& device = "sim:h2
   f["model"] = SpecValue::object({{"kind", SpecValue::string("hf")},
                                   {"config", hf_config(arch, h["config"])},
                                   {"seq", num(double(seq))},
-                                  {"attn_implementation", SpecValue::string("sdpa")}});
+                                  // the protocol's hf.attn (config._attn_implementation), sdpa when absent
+                                  {"attn_implementation", h.find("attn") ? h["attn"] : SpecValue::string("sdpa")}});
   f["batch"] = p["batch"];
   f["device"] = SpecValue::string(device);
   f["loss"] = SpecValue::string("cross_entropy");

@@ -72,6 +72,26 @@ describe('ExperimentPanel: Hugging Face models', () => {
     expect(parseSpec(spec).finetune).toMatchObject({ alpha: 16, dropout: 0 });
   });
 
+  it('offers eager attention and LoRA dropout, and sends them in the spec', async () => {
+    const { onrun } = setup();
+    await select('field-modelKind', 'hf');
+    await select('field-preset', 'qwen2.5-0.5b');
+    expect(options('field-attn_implementation')).toEqual(['sdpa', 'eager']);
+    await select('field-attn_implementation', 'eager');
+    await select('field-finetune', 'lora');
+    expect(byId('field-dropout').value).toBe('0');
+    await fireEvent.input(byId('field-dropout'), { target: { value: '0.1' } });
+    await fireEvent.click(byId('run'));
+    const spec = lastSpec(onrun);
+    expect(spec.model.attn_implementation).toBe('eager');
+    expect(spec.finetune).toMatchObject({ method: 'lora', dropout: 0.1 });
+    expect(parseSpec(spec).finetune).toMatchObject({ dropout: 0.1 });
+    // A dropout of 1 is refused where it is typed (peft's range is [0, 1)).
+    await fireEvent.input(byId('field-dropout'), { target: { value: '1' } });
+    await fireEvent.click(byId('run'));
+    await waitFor(() => expect(screen.getByTestId('error-dropout').textContent).toMatch(/1/));
+  });
+
   it('takes a config.json dropped onto the panel, MoE experts included', async () => {
     setup();
     await select('field-modelKind', 'hf');

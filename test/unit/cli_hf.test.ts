@@ -62,6 +62,45 @@ describe('vramlab run with an hf spec', () => {
     expect(r.stderr).toContain('model.config.architectures.0: architecture "BertForMaskedLM" is not supported');
   });
 
+  // Eager attention keeps the (batch, heads, seq, seq) weights SDPA never materialises, and
+  // LoRA dropout keeps a mask and a dropped copy of each adapter input: both cost memory.
+  it('runs eager attention and LoRA dropout, each above its sdpa / no-dropout twin', () => {
+    const peak = (model: Record<string, unknown>, dropout: number) => {
+      const r = vramlab(
+        {
+          model: { kind: 'hf', preset: 'qwen2.5-0.5b', seq: 256, ...model },
+          batch: 2,
+          iterations: 1,
+          weights: 'bf16',
+          precision: 'bf16',
+          optimizer: 'adamw',
+          finetune: { method: 'lora', rank: 16, dropout },
+        },
+        '--json',
+        '--quiet',
+      );
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      return JSON.parse(r.stdout).readings.it0_peak_fwd_bwd as number;
+    };
+    const sdpa = peak({}, 0);
+    expect(peak({ attn_implementation: 'eager' }, 0)).toBeGreaterThan(sdpa);
+    expect(peak({}, 0.1)).toBeGreaterThan(sdpa);
+  });
+
+  it('generates with GPT-2 (the dynamic cache)', () => {
+    const r = vramlab(
+      { model: { kind: 'hf', preset: 'gpt2', seq: 64 }, mode: 'generate', prompt: 32, new_tokens: 8, batch: 2, weights: 'bf16' },
+      '--json',
+      '--quiet',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.status).toBe('done');
+    expect(out.readings.peak_generate).toBeGreaterThan(out.readings.params);
+  });
+
   it('refuses an unknown preset, listing the presets', () => {
     const r = vramlab({ model: { kind: 'hf', preset: 'llama-9' } });
     expect(r.status).toBe(2);

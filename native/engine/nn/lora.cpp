@@ -4,6 +4,7 @@
 
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
+#include "engine/ops/dropout.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine {
@@ -46,10 +47,9 @@ class AdapterDict : public Module {
 
 PeftLoraLinear::PeftLoraLinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout,
                                bool fan_in_fan_out)
-    : base_(std::move(base)), scaling_(alpha / double(rank)) {
+    : base_(std::move(base)), scaling_(alpha / double(rank)), dropout_(dropout) {
   if (rank < 1) throw std::invalid_argument("LoRA rank must be at least 1");
-  if (dropout != 0.0)
-    throw std::invalid_argument("LoRA dropout other than 0 is not modelled yet (peft then runs nn.Dropout on x)");
+  if (dropout < 0.0 || dropout >= 1.0) throw std::invalid_argument("LoRA dropout must be in [0, 1)");
   register_module("base_layer", base_);
   // made on the CPU in float32, then .to(base device, base dtype): A first, then B
   const DType dt = base_->weight.dtype();
@@ -84,7 +84,13 @@ Tensor PeftLoraLinear::forward(const Tensor& x_in) {
     {
       Tensor b;
       {
-        Tensor a = (*lora_a_->children()[0].second)(x);
+        Tensor a;
+        {
+          // nn.Dropout is on in training (model.train()); nn.Identity for p = 0 hands x on.
+          // Its output lives while lora_A saves it; native_dropout's mask while backward needs it.
+          Tensor d = dropout_ > 0 ? dropout(x, dropout_, GradMode::is_enabled()) : x;
+          a = (*lora_a_->children()[0].second)(d);
+        }
         b = (*lora_b_->children()[0].second)(a);
       }
       s = mul(b, scaling_);

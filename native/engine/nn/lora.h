@@ -24,7 +24,8 @@ class LoRALinear : public Module {
 // lora_A = Linear(in, r), lora_B = Linear(r, out), no biases, moved to the base weight's
 // device and dtype when made; upcast() is get_peft_model's autocast_adapter_dtype pass
 // (bf16/fp16 adapters to float32, the new storage before the old is released).
-// forward: result = base(x); x = x.to(lora_A dtype); result = result + lora_B(lora_A(x)) * scaling.
+// forward: result = base(x); x = x.to(lora_A dtype); result = result + lora_B(lora_A(dropout(x))) * scaling,
+// dropout being nn.Dropout(lora_dropout) (on only in training) or nn.Identity when it is 0.
 class PeftLoraLinear : public Module {
  public:
   // fan_in_fan_out: the base keeps its weight as (in, out), as HF's Conv1D does (PEFT sets
@@ -39,6 +40,7 @@ class PeftLoraLinear : public Module {
   std::shared_ptr<Module> lora_a_, lora_b_;
   std::shared_ptr<Linear> a_, b_;
   double scaling_;
+  double dropout_;  // lora_dropout
 };
 
 }  // namespace vramlab::engine

@@ -19,6 +19,7 @@
 #include "engine/autocast/autocast.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/common.h"
+#include "engine/ops/sdpa_math.h"
 
 namespace vramlab::engine {
 
@@ -65,8 +66,11 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
     // Dropout does not keep cuDNN out: PyTorch's own trace of GPT-2 (bf16, attn_pdrop 0.1)
     // shows cuDNN's seed, offset, output, stats and 256-byte workspace, and its backward
     // workspace, where flash would take a 512-byte rng state and a float dQ accumulator.
-    return half && cc >= 80 && dq == dv && dq <= 128 && dq % 8 == 0 && dv % 8 == 0 && sk != 1 && q.size(0) <= 65535 &&
-           q.size(1) <= 65535 && q.strides()[3] == 1 && k.strides()[3] == 1 && v.strides()[3] == 1;
+    // check_cudnn_tensor_shapes: head dims up to 128, or 256 on Hopper (sm90) with cuDNN >= 9.10
+    const int64_t head_dim_limit = cc == 90 ? 256 : 128;
+    return half && cc >= 80 && dq == dv && dq <= head_dim_limit && dq % 8 == 0 && dv % 8 == 0 && sk != 1 &&
+           q.size(0) <= 65535 && q.size(1) <= 65535 && q.strides()[3] == 1 && k.strides()[3] == 1 &&
+           v.strides()[3] == 1;
   };
   auto flash_ok = [&] {
     return half && cc >= 80 && dq == dk && dq == dv && dq <= 256 && (!causal || sq == sk) && q.strides()[3] == 1 &&
@@ -90,7 +94,7 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
 
 // ---- cuDNN ----
 struct ScaledDotProductCudnnAttentionBackward0 : Node {
-  SavedVariable key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
+  SavedVariable attn_bias_, key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
   bool causal = false;
   double scale = 1;
   std::string name() const override { return "ScaledDotProductCudnnAttentionBackward0"; }
@@ -120,6 +124,7 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
     return {dq, dk, dv};
   }
   void release_variables() override {
+    attn_bias_.reset_data();
     key_.reset_data();
     query_.reset_data();
     value_.reset_data();
@@ -130,7 +135,9 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
   }
 };
 
-Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
+// `bias`: an additive mask (B, 1, L, S), saved for the backward when given.
+Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                     const Tensor* bias = nullptr) {
   auto n = need_lse ? make_node<ScaledDotProductCudnnAttentionBackward0>({&q, &k, &v}) : nullptr;
   Tensor seed = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
   Tensor offset = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
@@ -153,6 +160,7 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     n->logsumexp_ = SavedVariable(lse, false);
     n->philox_seed_ = SavedVariable(seed, false);
     n->philox_offset_ = SavedVariable(offset, false);
+    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
   return out;
 }
@@ -299,7 +307,7 @@ int64_t efficient_workspace_bytes(bool half, int64_t B, int64_t H, int64_t M, in
 }
 
 struct ScaledDotProductEfficientAttentionBackward0 : Node {
-  SavedVariable key_, query_, value_, log_sumexp_, output_;
+  SavedVariable attn_bias_, key_, query_, value_, log_sumexp_, output_;
   bool causal = false;
   double scale = 1;
   std::string name() const override { return "ScaledDotProductEfficientAttentionBackward0"; }
@@ -334,6 +342,7 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
     return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
   }
   void release_variables() override {
+    attn_bias_.reset_data();
     key_.reset_data();
     query_.reset_data();
     value_.reset_data();
@@ -342,7 +351,8 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
   }
 };
 
-Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse) {
+Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                         const Tensor* bias = nullptr) {
   auto n = need_lse ? make_node<ScaledDotProductEfficientAttentionBackward0>({&q, &k, &v}) : nullptr;
   const int64_t B = q.size(0), H = q.size(1), M = q.size(2), Kv = v.size(3);
   Tensor res = make_tensor({B, M, H, Kv}, q.dtype(), "_efficient_attention_forward");
@@ -367,6 +377,7 @@ Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool
     set_history(out, n);
     n->output_ = SavedVariable(out, true);
     n->log_sumexp_ = SavedVariable(lse, false);
+    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
   return out;
 }
@@ -434,13 +445,52 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     case SdpaBackend::Flash:
       return flash_forward(q, k, v, is_causal, scale, need_lse, dropout_p);
     case SdpaBackend::Efficient:
-      if (gqa)
-        throw std::invalid_argument(
-            "scaled_dot_product_attention: grouped-query attention with these inputs would run PyTorch's math "
-            "fallback, which the lab does not model");
+      // memory-efficient attention takes no enable_gqa: PyTorch falls back to the math path
+      if (gqa) {
+        current_context().last_sdpa_backend = "math";
+        return sdpa_math(q, k, v, is_causal, true, scale, dropout_p);
+      }
       return efficient_forward(q, k, v, is_causal, scale, need_lse);
   }
   throw std::logic_error("unreachable");
+}
+
+Tensor scaled_dot_product_attention_masked(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, int64_t batch,
+                                           double scale) {
+  Tensor v = autocast_lower(v_in), k = autocast_lower(k_in), q = autocast_lower(q_in);
+  AutocastExcludeGuard ex;
+  if (q.dim() != 4 || k.size(1) != q.size(1) || q.dtype() != k.dtype() || q.dtype() != v.dtype())
+    throw std::invalid_argument("scaled_dot_product_attention with a mask: (B, H, L, D) inputs of one dtype and heads");
+  if (current_context().backend().has_data() || !current_context().backend().models_cuda())
+    throw std::invalid_argument("scaled_dot_product_attention with a mask runs on the simulated GPUs only");
+  const SdpaBackend backend = select_backend(q, k, v, false, 0.0);
+  const bool prefer_cudnn =
+      current_context().compute_capability() == 90 || current_context().compute_capability() == 100;
+  current_context().last_sdpa_backend = sdpa_backend_name(backend);
+  const bool need_lse = any_requires_grad({&q, &k, &v});
+  if (backend == SdpaBackend::Efficient && q.size(2) % 16 == 0 && k.size(2) % 16 == 0) {
+    // convert_boolean_attn_mask: where(mask.logical_not(), -inf, scalar_tensor(0.0)), its
+    // arguments made right to left; lengths that are multiples of 16 need no padded bias
+    Tensor bias;
+    {
+      Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor");
+      Tensor inverted = bool_tensor(batch * q.size(2) * k.size(2), "logical_not");
+      bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
+    }
+    return efficient_forward(q, k, v, false, scale, need_lse, &bias);
+  }
+  if (backend != SdpaBackend::Cudnn || !prefer_cudnn)
+    throw std::invalid_argument(
+        "scaled_dot_product_attention with a mask: cuDNN's path (half types on Hopper/Blackwell) and memory-efficient "
+        "attention with lengths that are multiples of 16 are modelled, not these inputs");
+  // convert_boolean_attn_mask_cudnn: where(mask, 0, -65504) in q's dtype, its two scalars on the
+  // device for the call; the (B, 1, L, S) result lives as long as the node that saves it
+  Tensor bias;
+  {
+    Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor"), low = make_tensor({}, q.dtype(), "scalar_tensor");
+    bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
+  }
+  return cudnn_forward(q, k, v, false, scale, need_lse, &bias);
 }
 
 }  // namespace vramlab::engine

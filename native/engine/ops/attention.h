@@ -20,4 +20,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, bool enable_gqa,
                                     double scale, double dropout_p);
 
+// With a boolean attention mask of (batch, 1, L, S) (Hugging Face's sliding-window mask past
+// the window; no enable_gqa: HF repeats k and v itself then): the mask converted to an
+// additive one in q's dtype and kept for backward: cuDNN's path (half types, sm90/100) or
+// memory-efficient attention's (lengths multiples of 16: no padded bias).
+Tensor scaled_dot_product_attention_masked(const Tensor& q, const Tensor& k, const Tensor& v, int64_t batch,
+                                           double scale);
+
 }  // namespace vramlab::engine

@@ -65,6 +65,8 @@ export type FormState = {
   rank: string;
   /** Empty: alpha follows the rank (2 x rank). */
   alpha: string;
+  /** LoRA dropout (peft's lora_dropout), for the families that have it (hf). */
+  dropout: string;
   targets: string[];
   /** Sequence lengths drawn per step instead of model.seq every step. */
   vary: boolean;
@@ -148,6 +150,7 @@ export function defaultForm(): FormState {
     blocks: String(FINETUNE_FIELDS.blocks.default),
     rank: String(FINETUNE_FIELDS.rank.default),
     alpha: '',
+    dropout: String(FINETUNE_FIELDS.dropout.default),
     targets: [],
     vary: false,
     ...(Object.fromEntries(Object.entries(DRAW_FIELDS).map(([k, d]) => [k, String(SHAPE_DRAW_FIELDS[d].default)])) as Record<
@@ -365,6 +368,9 @@ export function formToSpec(f: FormState): FormResult {
     else {
       const lora: Record<string, unknown> = { method: 'lora', rank: parse('rank', FINETUNE_FIELDS.rank, f.rank), targets: f.targets };
       if (f.alpha.trim()) lora.alpha = parse('alpha', FINETUNE_FIELDS.alpha, f.alpha);
+      // Only a dropout other than peft's default (0) is written, as people write the spec.
+      const dropout = fam.loraDropout ? parse('dropout', FINETUNE_FIELDS.dropout, f.dropout) : undefined;
+      if (dropout !== undefined && dropout !== FINETUNE_FIELDS.dropout.default) lora.dropout = dropout;
       spec.finetune = lora;
     }
   }
@@ -428,13 +434,15 @@ export function specToForm(spec: SpecInput): FormState {
     f.optimizer = kind;
     f.optimizerArgs = optimizerTexts(kind, typeof o === 'string' ? {} : (o as Record<string, unknown>));
   }
-  const ft = spec.finetune as { method: FinetuneMethod; blocks?: number; rank?: number; alpha?: number; targets?: string[] } | undefined;
+  const ft = spec.finetune as
+    { method: FinetuneMethod; blocks?: number; rank?: number; alpha?: number; dropout?: number; targets?: string[] } | undefined;
   if (ft) {
     f.finetune = ft.method;
     if (ft.blocks !== undefined) f.blocks = String(ft.blocks);
     if (ft.rank !== undefined) f.rank = String(ft.rank);
     // An alpha equal to 2 x rank is the default: leave it following the rank.
     if (ft.alpha !== undefined && !(ft.rank !== undefined && ft.alpha === loraAlphaDefault(ft.rank))) f.alpha = String(ft.alpha);
+    if (ft.dropout !== undefined) f.dropout = String(ft.dropout);
     if (ft.targets) f.targets = [...ft.targets];
   }
   const sh = spec.shapes;

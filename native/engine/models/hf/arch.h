@@ -28,6 +28,9 @@ struct Arch {
   int64_t max_positions = 0;
   double norm_eps = 0, rope_theta = 0;
   Rope rope;
+  // Gemma-3: rope_parameters per layer type, one rotary table each (rope for full layers)
+  bool rope_per_type = false;
+  Rope rope_sliding;
   std::string act;   // ACT2FN name: silu | gelu_pytorch_tanh | gelu_new
   bool tie = false;  // lm_head.weight is embed_tokens.weight
   // projections
@@ -53,6 +56,14 @@ struct Arch {
   // sliding-window layers (Mistral, Qwen2/3 with use_sliding_window, Gemma2/3)
   int64_t sliding_window = 0;
   std::vector<bool> sliding;  // per layer
+  // The masks the model's forward makes (masking_utils): One = create_causal_mask, or
+  // create_sliding_window_causal_mask when a window is set (Llama, Mistral, Mixtral, Phi-3,
+  // Qwen3-MoE); PerLayerType = the full one, + the sliding one when a layer slides (Qwen2/3);
+  // Both = full and sliding (Gemma). Materialised only by eager attention.
+  enum class Masks : uint8_t { One, PerLayerType, Both };
+  Masks masks = Masks::One;
+  double attn_softcap = 0;  // Gemma-2's attn_logit_softcapping (eager attention only)
+  bool eager = false;       // attn_implementation "eager" (spec.model, not the config)
   // mixture of experts (Mixtral, Qwen3-MoE): per layer whether the MLP is sparse
   int64_t experts = 0, top_k = 0, expert_intermediate = 0;
   bool norm_topk_prob = false;

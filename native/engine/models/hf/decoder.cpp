@@ -7,12 +7,16 @@
 // is already contiguous after .transpose(1, 2), as in PyTorch).
 #include "engine/models/hf/decoder.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
+#include "engine/models/hf/causal_lm.h"
+#include "engine/models/hf/eager.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe.h"
 #include "engine/models/hf/rope.h"
@@ -88,7 +92,8 @@ class HfAttention : public Container {
 
   // (B, T, C) -> (B, T, C); cos/sin (1, T, 1, D) in the hidden states' dtype. With a
   // cache, keys/values of earlier positions join before attention.
-  Tensor attend(const Tensor& h, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer, int64_t pos) {
+  Tensor attend(const Tensor& h, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache, size_t layer,
+                int64_t pos) {
     ModuleScope ms(path_id());
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), H = a_.heads, KV = a_.kv_heads, D = a_.head_dim;
@@ -136,11 +141,25 @@ class HfAttention : public Container {
       k = kv.first;
       v = kv.second;
     }
-    // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
     const double scale =
         a_.query_pre_attn_scalar > 0 ? 1.0 / std::sqrt(a_.query_pre_attn_scalar) : 1.0 / std::sqrt(double(D));
-    Tensor o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
-    o = o.transpose(1, 2).contiguous();
+    Tensor o, weights;  // attn_output, attn_weights (eager's, held until this forward returns)
+    if (a_.eager) {
+      hf::EagerAttention e;
+      e.scaling = scale;
+      e.softcap = a_.attn_softcap;
+      std::tie(o, weights) = hf::eager_attention(q, k, v, mask, e, true);
+    } else if (mask.defined()) {
+      // sdpa_attention_forward with a mask (a sliding window masking something): HF repeats
+      // k and v itself (no enable_gqa), not causal; the copies go when it returns
+      Tensor kr = hf::repeat_kv(k, H / KV), vr = hf::repeat_kv(v, H / KV);
+      o = scaled_dot_product_attention_masked(q, kr, vr, B, scale);
+      o = o.transpose(1, 2).contiguous();
+    } else {
+      // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
+      o = scaled_dot_product_attention(q, k, v, T > 1, H != KV, scale);
+      o = o.transpose(1, 2).contiguous();
+    }
     o = o.reshape({B, T, H * D}).contiguous();
     // query_states, key_states and value_states are locals of the attention's forward:
     // under checkpointing nothing saves them, yet they live until it returns, through o_proj.
@@ -218,22 +237,24 @@ class HfLayer : public Container {
     if (a.norms != Arch::Norms::Pre) add("post_feedforward_layernorm", norm());
   }
 
-  Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer,
-                       int64_t pos) {
+  Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache,
+                       size_t layer, int64_t pos) {
     // through the module's forward hooks (fully_shard on each decoder layer)
-    return hooked(x, [&](const Tensor& in) { return layer_body(in, cos, sin, cache, layer, pos); });
+    return hooked(x, [&](const Tensor& in) { return layer_body(in, cos, sin, mask, cache, layer, pos); });
   }
 
  private:
-  Tensor layer_body(const Tensor& x, const Tensor& cos, const Tensor& sin, KvCache* cache, size_t layer, int64_t pos) {
-    if (a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
-      throw std::invalid_argument("hf: " + std::to_string(pos + x.size(1)) + " positions reach the sliding window (" +
-                                  std::to_string(a_.sliding_window) +
-                                  "): its attention mask is not modelled yet (sequences shorter than the window are)");
+  Tensor layer_body(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache,
+                    size_t layer, int64_t pos) {
+    // (eager attention materialises the sliding mask whatever the length)
+    if (cache && !a_.eager && a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
+      throw std::invalid_argument("hf: generating " + std::to_string(pos + x.size(1)) +
+                                  " positions reaches the sliding window (" + std::to_string(a_.sliding_window) +
+                                  "): its per-step masks are not modelled yet (training past the window is)");
     auto attn = std::static_pointer_cast<HfAttention>(get("self_attn"));
     // residual = hidden_states; hidden_states = input_layernorm(hidden_states); self_attn; ...
     Tensor h = a_.norms == Arch::Norms::Post ? x : norm("input_layernorm", x);
-    h = attn->attend(h, cos, sin, cache, layer, pos);
+    h = attn->attend(h, cos, sin, mask, cache, layer, pos);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_attention_layernorm", h);
     Tensor r = engine::add(x, h);
     h.reset();  // hidden_states = residual + hidden_states frees the attention output here
@@ -281,21 +302,10 @@ std::vector<LoraSite> peft_sites(Module& root, const std::vector<std::string>& t
   return out;
 }
 
-class HfCausalLM : public Model {
+class HfCausalLM : public hf::CausalLM {
  public:
-  HfCausalLM(const KindArgs& args, DType dt) : arch_(hf::read_arch(args)), seq_(args.i("seq")), dt_(dt) {
-    const std::string attn = args.s("attn_implementation");
-    if (attn != "sdpa")
-      throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
-                                  "\" is not modelled yet (only \"sdpa\")");
+  HfCausalLM(const KindArgs& args, DType dt) : CausalLM(args), dt_(dt) {
     const Arch& a = arch_;
-    {
-      // transformers imports torchaudio.compliance.kaldi lazily while the model is built,
-      // under torch.device("cuda"): its module-level EPSILON = torch.tensor(eps) lands on
-      // the GPU and stays (a 4-byte float32 scalar; seen in the allocator's snapshot)
-      CategoryScope cs(Category::Other);
-      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
-    }
     auto model = std::make_shared<Container>("Model");
     embed_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
     model->add("embed_tokens", embed_);
@@ -313,43 +323,32 @@ class HfCausalLM : public Model {
     model->add("layers", list);
     norm_ = std::make_shared<RmsNorm>(a.hidden, a.norm_eps, dt, norm_style(a));
     model->add("norm", norm_);
-    // LlamaRotaryEmbedding: inv_freq from the rope type's init function and its clone
-    rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
-    model->add("rotary_emb", rotary_);
+    // LlamaRotaryEmbedding: inv_freq from the rope type's init function and its clone;
+    // Gemma-3's holds a pair per layer type present (sorted: full, then sliding)
+    const bool any_full = std::find(a.sliding.begin(), a.sliding.end(), false) != a.sliding.end();
+    if (!a.rope_per_type || any_full) {
+      rotary_ = std::make_shared<hf::RotaryEmbedding>(a.rope, a.head_dim);
+      model->add("rotary_emb", rotary_);
+    }
+    if (a.rope_per_type && std::find(a.sliding.begin(), a.sliding.end(), true) != a.sliding.end()) {
+      rotary_sliding_ = std::make_shared<hf::RotaryEmbedding>(a.rope_sliding, a.head_dim);
+      model->add("rotary_emb_sliding", rotary_sliding_);
+    }
     register_module("model", model);
-    // nn.Linear(hidden, vocab) is made with its own weight either way; post_init's
-    // tie_weights() then points it at embed_tokens.weight and the weight made is freed
-    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
-    if (a.tie) lm_head_ = std::make_shared<Linear>(embed_->weight);
-    register_module("lm_head", lm_head_);
+    make_lm_head(dt, embed_->weight);
   }
-  std::string type_name() const override { return arch_.name; }
 
   Tensor forward(const Tensor& idx) override {
-    const int64_t T = idx.size(1);
-    if (T > arch_.max_positions)
-      throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed max_position_embeddings (" +
-                                  std::to_string(arch_.max_positions) + ")");
-    Tensor logits;
-    {
-      Tensor h = model_forward(idx, nullptr, 0);
-      CategoryScope cs(Category::Logits);
-      logits = (*lm_head_)(h);  // lm_head(hidden_states[:, slice(0, None), :])
-      if (arch_.final_softcap > 0) {
-        // logits = logits / cap; logits = torch.tanh(logits); logits = logits * cap
-        logits = div(logits, arch_.final_softcap);
-        logits = engine::tanh(logits);
-        logits = mul(logits, arch_.final_softcap);
-      }
-    }
-    {
-      CategoryScope cs(Category::Logits);
-      loss_ = hf::causal_lm_loss(logits, idx, arch_.vocab);
-    }
-    return logits;
+    check_length(idx.size(1), "max_position_embeddings");
+    return head(model_forward(idx, nullptr, 0), idx);
   }
 
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    if (arch_.eager && arch_.masks != Arch::Masks::One)
+      throw std::invalid_argument(
+          "hf: generation with attn_implementation \"eager\" is modelled for one mask per model (Llama, Mistral, ...), "
+          "not for " +
+          arch_.name + "'s per-layer-type masks; use \"sdpa\"");
     hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
     Tensor h = model_forward(idx, &cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
@@ -358,20 +357,8 @@ class HfCausalLM : public Model {
     return (*lm_head_)(last);
   }
 
-  Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
-  // labels=input_ids: the model shifts them itself, nothing more is allocated
-  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
-  bool loss_in_forward() const override { return true; }
-  Tensor forward_loss() const override { return loss_; }
-  Tensor loss(const Tensor&, const Batch&, LossKind) override {
-    Tensor l = std::move(loss_);
-    loss_.reset();
-    return l;
-  }
   bool can_generate() const override { return true; }
   bool hf_generate() const override { return true; }
-  int64_t vocab() const override { return arch_.vocab; }
-  int64_t num_blocks() const override { return arch_.layers; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     std::vector<std::shared_ptr<PeftLoraLinear>> wrapped;
@@ -413,43 +400,102 @@ class HfCausalLM : public Model {
       position_ids = add(ar, double(past)).unsqueeze(0);
     }
     if (!cache) hf::packed_sequence_check(position_ids, B);
+    // eager attention's masks (create_causal_mask / create_sliding_window_causal_mask), in
+    // the inputs' dtype; each mask function checks the position ids for packing first
+    Tensor full_mask, sliding_mask;
+    if (arch_.eager && cache) {
+      // (with a sliding window the mask function gains the window's overlay: not modelled)
+      if (arch_.sliding_window > 0)
+        throw std::invalid_argument("hf: eager generation with a sliding window is not modelled yet; use \"sdpa\"");
+      full_mask = hf::eager_generation_mask(B, T, past + T, emb.dtype());
+    } else if (arch_.eager && !cache) {
+      const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
+      if (arch_.masks == Arch::Masks::One) {
+        full_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);
+      } else {
+        full_mask = hf::eager_causal_mask(B, T, emb.dtype(), 0);
+        if (arch_.masks == Arch::Masks::Both || any_sliding) {
+          hf::packed_sequence_check(position_ids, B);
+          sliding_mask = hf::eager_causal_mask(B, T, emb.dtype(), arch_.sliding_window);
+        }
+      }
+    } else if (!cache && arch_.sliding_window > 0 && T >= arch_.sliding_window &&
+               std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end()) {
+      // sdpa: the causal mask is skipped (is_causal), the sliding one materialised once the
+      // window masks something (_ignore_causal_mask_sdpa with local_size), kept boolean
+      if (arch_.masks == Arch::Masks::One) {
+        full_mask = hf::causal_bool_mask(B, T, arch_.sliding_window);
+      } else {
+        hf::packed_sequence_check(position_ids, B);
+        sliding_mask = hf::causal_bool_mask(B, T, arch_.sliding_window);
+      }
+    }
     Tensor x = emb;
-    Tensor cos, sin;
-    rotary_->update(past + T);  // @dynamic_rope_update
-    hf::rotary_cos_sin(rotary_->inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(),
-                       arch_.rope_theta, cos, sin);
-    // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
-    Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
+    // the rotary tables: one pair, or (Gemma-3) one per layer type present, each from its
+    // own inv_freq (Python iterates set(layer_types), whose order varies by run: sorted here)
+    Tensor c4, s4, c4_sliding, s4_sliding;
+    auto tables = [&](hf::RotaryEmbedding& r, Tensor& c, Tensor& s) {
+      Tensor cos, sin;
+      r.update(past + T);  // @dynamic_rope_update
+      hf::rotary_cos_sin(r.inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta,
+                         cos, sin);
+      // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
+      c = cos.unsqueeze(2);
+      s = sin.unsqueeze(2);
+    };
+    if (rotary_) tables(*rotary_, c4, s4);
+    if (rotary_sliding_) tables(*rotary_sliding_, c4_sliding, s4_sliding);
+    // which tables and mask layer i reads, as indices into the extras below
+    std::vector<Tensor> extra;
+    auto slot = [&](const Tensor& t) -> int {
+      if (!t.defined()) return -1;
+      extra.push_back(t);
+      return int(extra.size()) - 1;
+    };
+    const int cf = slot(c4), sf = slot(s4), cs_ = slot(c4_sliding), ss = slot(s4_sliding);
+    slot(position_ids);
+    const int mf = slot(full_mask), ms = slot(sliding_mask);
+    const bool one_mask = arch_.masks == Arch::Masks::One;
+    auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask](size_t i, const Tensor& h, const std::vector<Tensor>& ex,
+                                                              KvCache* kv, int64_t at) {
+      const bool sliding = arch_.sliding[i];
+      const bool own_tables = sliding ? cs_ >= 0 : cf >= 0;
+      const int c = own_tables ? (sliding ? cs_ : cf) : (cf >= 0 ? cf : cs_);
+      const int s = own_tables ? (sliding ? ss : sf) : (sf >= 0 ? sf : ss);
+      const int m = one_mask || !sliding || ms < 0 ? mf : ms;
+      return layers_[i]->forward_layer(h, ex[size_t(c)], ex[size_t(s)], m >= 0 ? ex[size_t(m)] : Tensor(), kv, i, at);
+    };
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
     if (cache) {
-      for (size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward_layer(x, c4, s4, cache, i, past);
+      for (size_t i = 0; i < layers_.size(); ++i) x = layer_fn(i, x, extra, cache, past);
     } else {
-      x = run_blocks(layers_.size(), x, checkpoint_,
-                     [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
-                       return layers_[i]->forward_layer(h, ex[0], ex[1], nullptr, i, 0);
-                     },
-                     // HF checkpoints partial(layer.__call__, **kwargs): position_ids rides
-                     // along with the tables until each layer's recomputation
-                     {c4, s4, position_ids});
+      // HF checkpoints partial(layer.__call__, **kwargs): position_ids (and eager's masks)
+      // ride along with the tables until each layer's recomputation (in backward: layer_fn by value)
+      x = run_blocks(
+          layers_.size(), x, checkpoint_,
+          [layer_fn](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
+            return layer_fn(i, h, ex, nullptr, 0);
+          },
+          extra);
     }
+    extra.clear();
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);
     x.reset();
+    // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
     position_ids.reset();
     emb.reset();
+    full_mask.reset();
+    sliding_mask.reset();
     return out;
   }
 
-  Arch arch_;
-  int64_t seq_;
   DType dt_;
   std::shared_ptr<Embedding> embed_;
   std::vector<std::shared_ptr<HfLayer>> layers_;
   std::shared_ptr<RmsNorm> norm_;
-  std::shared_ptr<Linear> lm_head_;
-  std::shared_ptr<hf::RotaryEmbedding> rotary_;
-  Tensor import_scalar_, embed_scale_;
-  Tensor loss_;
+  std::shared_ptr<hf::RotaryEmbedding> rotary_, rotary_sliding_;  // the second: Gemma-3's sliding layers'
+  Tensor embed_scale_;
 };
 
 }  // namespace

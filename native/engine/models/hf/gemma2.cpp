@@ -21,6 +21,9 @@ Arch gemma_common(const Config& c, const char* name) {
   if (!c.is_null("final_logit_softcapping")) a.final_softcap = c.f("final_logit_softcapping");
   if (!c.is_null("sliding_window")) a.sliding_window = c.i("sliding_window");
   a.sliding = sliding_layers(c, a.layers);
+  a.masks = Arch::Masks::Both;
+  if (c.has("attn_logit_softcapping") && !c.is_null("attn_logit_softcapping"))
+    a.attn_softcap = c.f("attn_logit_softcapping");
   return a;
 }
 }  // namespace
@@ -32,7 +35,7 @@ Arch gemma2(const Config& c) {
 }
 
 // Gemma3ForCausalLM (text) = Gemma2 + per-head q/k norms (Gemma's RMSNorm), no attention
-// soft-capping; its rope_parameters hold one entry per layer type.
+// soft-capping; its rope_parameters hold one entry per layer type, each its own rotary table.
 Arch gemma3_text(const Config& c) {
   Arch a = gemma_common(c, "Gemma3ForCausalLM");
   a.qk_norm = Arch::QkNorm::PerHead;
@@ -41,6 +44,11 @@ Arch gemma3_text(const Config& c) {
   if (full) {
     a.rope = read_rope(c, *full, c.path + ".rope_parameters.full_attention");
     a.rope_theta = a.rope.theta;
+    const SpecValue* sliding = r.find("sliding_attention");
+    if (sliding) {
+      a.rope_per_type = true;
+      a.rope_sliding = read_rope(c, *sliding, c.path + ".rope_parameters.sliding_attention");
+    }
   } else {
     read_rope_into(a, c);
   }

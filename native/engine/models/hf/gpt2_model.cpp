@@ -6,12 +6,15 @@
 // Forwards follow the Python line by line (a local lives until rebound or returned).
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <stdexcept>
 
 #include "engine/autograd/node.h"
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
+#include "engine/models/hf/causal_lm.h"
 #include "engine/models/hf/decoder.h"
+#include "engine/models/hf/eager.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/transformer_common.h"
 #include "engine/nn/checkpointing.h"
@@ -70,7 +73,10 @@ class Gpt2Attention : public Container {
     add("c_attn", std::make_shared<Conv1D>(3 * a.hidden, a.hidden, dt));
     add("c_proj", std::make_shared<Conv1D>(a.hidden, a.hidden, dt));
   }
-  Tensor forward(const Tensor& h) override {
+  Tensor forward(const Tensor& h) override { return attend(h, Tensor(), nullptr, 0, 0); }
+  // `mask`: eager attention's (B, 1, T, T) causal mask (undefined for sdpa). With a cache
+  // (generate()), the keys/values of earlier positions join before attention.
+  Tensor attend(const Tensor& h, const Tensor& mask, KvCache* cache, size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), C = a_.hidden, H = a_.heads, D = a_.head_dim;
@@ -84,11 +90,28 @@ class Gpt2Attention : public Container {
       k = parts[1].view({B, T, H, D}).transpose(1, 2);
       v = parts[2].view({B, T, H, D}).transpose(1, 2);
     }
-    // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
-    // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
-    Tensor o = scaled_dot_product_attention(q, k, v, T > 1, false, 1.0 / std::sqrt(double(D)),
-                                            training() ? a_.attn_pdrop : 0.0);
-    o = o.transpose(1, 2).contiguous();
+    if (cache) {
+      // key_states, value_states = past_key_values.update(key_states, value_states, layer_idx)
+      auto kv = cache->update(layer, k, v, pos);
+      k = kv.first;
+      v = kv.second;
+    }
+    Tensor o, weights;  // attn_output, attn_weights (eager's, held until this forward returns)
+    if (a_.eager) {
+      // GPT-2's eager_attention_forward: softmax in the scores' dtype, .type(value.dtype),
+      // its output transposed as a view (the reshape below copies it)
+      hf::EagerAttention e;
+      e.scaling = 1.0 / std::sqrt(double(D));
+      e.dropout = training() ? a_.attn_pdrop : 0.0;
+      e.upcast = false;
+      std::tie(o, weights) = eager_attention(q, k, v, mask, e, false);
+    } else {
+      // sdpa_attention_forward: causal without a mask, dropout=attn_dropout.p if training,
+      // scaling head_dim ** -0.5; its output .transpose(1, 2).contiguous()
+      o = scaled_dot_product_attention(q, k, v, T > 1, false, 1.0 / std::sqrt(double(D)),
+                                       training() ? a_.attn_pdrop : 0.0);
+      o = o.transpose(1, 2).contiguous();
+    }
     o = o.reshape({B, T, C}).contiguous();
     o = call("c_proj", o);
     return dropout(o, a_.resid_pdrop, training());  // resid_dropout; c_proj's output freed
@@ -132,14 +155,15 @@ class Gpt2Block : public Container {
     add("ln_2", std::make_shared<LayerNorm>(a.hidden, dt));
     add("mlp", std::make_shared<Gpt2Mlp>(a, dt));
   }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) override { return run(x, Tensor(), nullptr, 0, 0); }
+  Tensor run(const Tensor& x, const Tensor& mask, KvCache* cache, size_t layer, int64_t pos) {
     ModuleScope ms(path_id());
     // GPT2Block.forward's locals: hidden_states holds each norm's output until the residual
     // sum rebinds it, and at return CPython drops the rest in the order they were first
     // bound (residual, attn_output, feed_forward_hidden_states): declared here in reverse.
     Tensor ff, attn_output, residual;
     Tensor h = norm("ln_1", x);
-    attn_output = call("attn", h);
+    attn_output = std::static_pointer_cast<Gpt2Attention>(get("attn"))->attend(h, mask, cache, layer, pos);
     h = engine::add(attn_output, x);  // hidden_states = attn_output + residual
     residual = h;
     h = norm("ln_2", h);
@@ -155,22 +179,13 @@ class Gpt2Block : public Container {
   }
 };
 
-class Gpt2LMHeadModel : public Model {
+class Gpt2LMHeadModel : public CausalLM {
  public:
-  Gpt2LMHeadModel(const KindArgs& args, DType dt) : arch_(read_arch(args)), seq_(args.i("seq")) {
-    const std::string attn = args.s("attn_implementation");
-    if (attn != "sdpa")
-      throw std::invalid_argument(args.path + ".attn_implementation \"" + attn +
-                                  "\" is not modelled yet (only \"sdpa\")");
+  Gpt2LMHeadModel(const KindArgs& args, DType dt) : CausalLM(args) {
     const Arch& a = arch_;
     if (a.hidden % a.heads != 0)
       throw std::invalid_argument(args.path + ".config: n_embd (" + std::to_string(a.hidden) +
                                   ") must be divisible by n_head (" + std::to_string(a.heads) + ")");
-    {
-      // the lazily imported torchaudio kaldi module's EPSILON, as for every hf model
-      CategoryScope cs(Category::Other);
-      import_scalar_ = make_tensor({}, DType::Float32, "torch.tensor");
-    }
     auto transformer = std::make_shared<Container>("GPT2Model");
     wte_ = std::make_shared<Embedding>(a.vocab, a.hidden, dt);
     transformer->add("wte", wte_);
@@ -185,41 +200,29 @@ class Gpt2LMHeadModel : public Model {
     ln_f_ = std::make_shared<LayerNorm>(a.hidden, dt);
     transformer->add("ln_f", ln_f_);
     register_module("transformer", transformer);
-    // nn.Linear(n_embd, vocab, bias=False) made with its own weight, then tied to wte by post_init
-    lm_head_ = std::make_shared<Linear>(a.hidden, a.vocab, false, dt);
-    if (a.tie) lm_head_ = std::make_shared<Linear>(wte_->weight);
-    register_module("lm_head", lm_head_);
+    make_lm_head(dt, wte_->weight);
   }
-  std::string type_name() const override { return arch_.name; }
 
   Tensor forward(const Tensor& idx) override {
-    const int64_t T = idx.size(1);
-    if (T > arch_.max_positions)
-      throw std::invalid_argument("hf: " + std::to_string(T) + " tokens exceed n_positions (" +
-                                  std::to_string(arch_.max_positions) + ")");
-    Tensor logits;
-    {
-      Tensor h = transformer_forward(idx);
-      CategoryScope cs(Category::Logits);
-      logits = (*lm_head_)(h);
-    }
-    {
-      CategoryScope cs(Category::Logits);
-      loss_ = causal_lm_loss(logits, idx, arch_.vocab);
-    }
-    return logits;
+    check_length(idx.size(1), "n_positions");
+    return head(transformer_forward(idx), idx);
   }
 
-  Tensor make_input(int64_t batch, int64_t seq) override { return randint({batch, seq > 0 ? seq : seq_}, arch_.vocab); }
-  Tensor make_target(int64_t, int64_t, LossKind) override { return Tensor(); }
-  bool loss_in_forward() const override { return true; }
-  Tensor loss(const Tensor&, const Batch&, LossKind) override {
-    Tensor l = std::move(loss_);
-    loss_.reset();
-    return l;
+  // generate() with the dynamic cache, as for the Llama-shaped decoder: GPT2Model over the
+  // new tokens with generate()'s position_ids, then lm_head on the last position only.
+  Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    if (arch_.eager)
+      throw std::invalid_argument(
+          "hf: generation with attn_implementation \"eager\" is not modelled yet (its per-step masks); use \"sdpa\"");
+    check_length(pos + idx.size(1), "n_positions");
+    Tensor h = transformer_cached(idx, cache, pos);
+    Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
+    h.reset();
+    CategoryScope cs(Category::Logits);
+    return (*lm_head_)(last);
   }
-  int64_t vocab() const override { return arch_.vocab; }
-  int64_t num_blocks() const override { return arch_.layers; }
+  bool can_generate() const override { return true; }
+  bool hf_generate() const override { return true; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     adapted_ = f.method != "full";
@@ -289,12 +292,20 @@ class Gpt2LMHeadModel : public Model {
     Tensor position_embeds = (*wpe_)(position_ids);
     Tensor x = add(inputs_embeds, position_embeds);
     packed_sequence_check(position_ids, B);  // create_causal_mask (sdpa, no padding: None)
+    // eager: the mask materialised, in the input embeddings' dtype
+    Tensor causal_mask = arch_.eager ? eager_causal_mask(B, T, inputs_embeds.dtype(), 0) : Tensor();
     x = dropout(x, arch_.embd_pdrop, training());
-    // HF checkpoints partial(block.__call__, **kwargs): position_ids rides along. The
-    // blocks rebind hidden_states (drop's output goes when the first block returns).
-    x = run_blocks(blocks_.size(), std::move(x), checkpoint_,
-                   [this](size_t i, const Tensor& h, const std::vector<Tensor>&) { return (*blocks_[i])(h); },
-                   {position_ids});
+    // HF checkpoints partial(block.__call__, **kwargs): position_ids (and the mask) ride along.
+    // The blocks rebind hidden_states (drop's output goes when the first block returns).
+    std::vector<Tensor> extra{position_ids};
+    if (causal_mask.defined()) extra.push_back(causal_mask);
+    x = run_blocks(
+        blocks_.size(), std::move(x), checkpoint_,
+        [this](size_t i, const Tensor& h, const std::vector<Tensor>& ex) {
+          return blocks_[i]->run(h, ex.size() > 1 ? ex[1] : Tensor(), nullptr, i, 0);
+        },
+        extra);
+    extra.clear();
     Tensor out;
     {
       CategoryScope ncs(Category::Norm);
@@ -304,13 +315,31 @@ class Gpt2LMHeadModel : public Model {
     return out;
   }
 
-  Arch arch_;
-  int64_t seq_;
+  // GPT2Model.forward under generate(): wte, wpe at generate()'s position_ids (batch, T),
+  // their sum, the blocks with the cache (no mask: SDPA's is_causal), ln_f. No dropout (eval).
+  Tensor transformer_cached(const Tensor& idx, KvCache& cache, int64_t pos) {
+    const int64_t B = idx.size(0), T = idx.size(1);
+    CategoryScope cs(Category::Activation);
+    Tensor inputs_embeds = (*wte_)(idx);
+    // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
+    Tensor position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
+    if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+    Tensor position_embeds = (*wpe_)(position_ids);
+    Tensor x = add(inputs_embeds, position_embeds);
+    cache.copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
+    for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->run(x, Tensor(), &cache, i, pos);
+    Tensor out;
+    {
+      CategoryScope ncs(Category::Norm);
+      out = (*ln_f_)(x);
+    }
+    x.reset();
+    return out;
+  }
+
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<Gpt2Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
-  std::shared_ptr<Linear> lm_head_;
-  Tensor import_scalar_, loss_;
   bool adapted_ = false;  // LoRA or freeze
 };
 
