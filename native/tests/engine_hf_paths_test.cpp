@@ -69,16 +69,16 @@ TEST(engine_hf_paths, MeasuredRunsReport) {
 // as bool, and-ed with the causal one). Every reading exact, reserved included.
 TEST(engine_hf_paths, EagerAttentionIsExact) {
   for (const char* tag : {"eager_llama_fp32", "eager_llama_fp32w_bf16amp", "eager_llama_lora_qv", "eager_llama_ckpt",
-                          "eager_llama_mha_b2_512", "eager_gemma2_bf16", "eager_window_gemma2", "eager_gpt2_fp32",
-                          "eager_gpt2_bf16_nodrop", "eager_gpt2_bf16", "eager_llama_generate"})
+                          "eager_llama_mha_b2_512", "eager_gemma2_bf16", "eager_window_gemma2", "eager_llama_bf16",
+                          "eager_qwen2_bf16", "eager_gpt2_bf16_nodrop", "eager_gpt2_bf16", "eager_llama_generate"})
     expect_exact(tag);
 }
 
 // LoRA dropout (peft's nn.Dropout before lora_A): its mask and output per adapted layer, with
 // and without checkpointing, on Llama (q/v and all seven projections) and GPT-2 (Conv1D).
 TEST(engine_hf_paths, LoraDropoutIsExact) {
-  for (const char* tag :
-       {"loradrop_llama_qv_005", "loradrop_llama_all_01", "loradrop_llama_qv_01_ckpt", "loradrop_gpt2_fp32_005"})
+  for (const char* tag : {"loradrop_llama_qv_005", "loradrop_llama_all_01", "loradrop_llama_qv_01_ckpt",
+                          "loradrop_gpt2_fp32_005", "loradrop_gpt2_bf16_01"})
     expect_exact(tag);
 }
 
@@ -98,7 +98,7 @@ TEST(engine_hf_paths, Gemma3PerLayerTypeRotaryIsExact) {
 // Gemma-3, Qwen2 with sliding layers), memory-efficient attention's for float32 (Mistral).
 TEST(engine_hf_paths, SlidingWindowTrainingIsExact) {
   for (const char* tag : {"window_mistral_256_w128", "window_gemma2_256_w128", "window_gemma3_256_w128",
-                          "window_qwen2_256_w128", "window_mistral_fp32"})
+                          "window_qwen2_256_w128", "window_mistral_fp32", "window_mistral_512_w128_b2"})
     expect_exact(tag);
 }
 
@@ -106,14 +106,13 @@ TEST(engine_hf_paths, SlidingWindowTrainingIsExact) {
 // attention takes no enable_gqa): LoRA + checkpointing exact.
 TEST(engine_hf_paths, Float32GroupedQueryAttentionIsExact) { expect_exact("fp32gqa_llama_ckpt_lora"); }
 
-// Within bounds, not exact (the report prints each difference): eager bf16 Llama/Qwen2, LoRA
-// dropout on GPT-2 bf16 and Mistral past its window at 512 tokens or with checkpointing
-// (reserved_peak one 2 MiB segment off: small-pool order), LoRA
+// Within bounds, not exact (the report prints each difference): Mistral past its window with
+// checkpointing (reserved_peak one 2 MiB segment off), eager GPT-2 in fp32 (2 MiB low after the
+// second backward since GPT-2's block locals follow PyTorch's trace; not traced under eager), LoRA
 // dropout on fp32 Llama (1 MiB low in the forward), Gemma-3 generate (2.5 KiB low), GPT-2 generate in fp32 / under
 // autocast and float32 GQA training (under 2 MiB off after the first backward).
 TEST(engine_hf_paths, NearRunsAreWithinTwoMiB) {
-  for (const char* tag : {"eager_llama_bf16", "eager_qwen2_bf16", "loradrop_gpt2_bf16_01", "loradrop_llama_fp32_01",
-                          "gemma3_1bshape_generate", "window_mistral_512_w128_b2", "window_mistral_ckpt",
+  for (const char* tag : {"eager_gpt2_fp32", "loradrop_llama_fp32_01", "gemma3_1bshape_generate", "window_mistral_ckpt",
                           "gpt2_generate_fp32", "gpt2_generate_fp32w_bf16amp", "fp32gqa_qwen2"}) {
     const SpecValue& run = run_tagged(tag);
     SCOPED_TRACE(tag);
