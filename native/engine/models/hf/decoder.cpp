@@ -21,6 +21,7 @@
 #include "engine/nn/embedding.h"
 #include "engine/nn/lora.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/common.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine {
@@ -384,6 +385,14 @@ class HfCausalLM : public Model {
   // LlamaModel.forward: embeddings, position ids, rotary tables, the layers, the norm.
   Tensor model_forward(const Tensor& idx, KvCache* cache, int64_t past) {
     const int64_t B = idx.size(0), T = idx.size(1);
+    if (idx.has_data() && arch_.rope.type != "default")
+      throw std::invalid_argument("hf: rope type \"" + arch_.rope.type +
+                                  "\" runs on the simulated devices only (the data backends compute the default "
+                                  "rotary tables)");
+    if (idx.has_data() && arch_.name == "Gemma3ForCausalLM")
+      throw std::invalid_argument(
+          "hf: Gemma3ForCausalLM runs on the simulated devices only (its sliding layers' local rotary tables are not "
+          "computed on the data backends)");
     Tensor emb;
     {
       CategoryScope cs(Category::Activation);
@@ -395,7 +404,8 @@ class HfCausalLM : public Model {
     if (cache) {
       // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
       position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
-      if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+      if (position_ids.has_data())  // no padding: past, past + 1, ... in every row
+        for (int64_t b = 0; b < B; ++b) be().arange(position_ids.slice(0, b, b + 1).view({T}), double(past));
     } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
@@ -406,7 +416,7 @@ class HfCausalLM : public Model {
     Tensor cos, sin;
     rotary_->update(past + T);  // @dynamic_rope_update
     hf::rotary_cos_sin(rotary_->inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(),
-                       arch_.rope_theta, cos, sin);
+                       arch_.rope_theta, cos, sin, past);
     // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
     Tensor c4 = cos.unsqueeze(2), s4 = sin.unsqueeze(2);
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
