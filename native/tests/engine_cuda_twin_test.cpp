@@ -21,6 +21,7 @@
 #include "engine/experiment/session.h"
 #include "engine/models/family.h"
 #include "engine/optim/optimizer.h"
+#include "hf_spec_util.h"
 #include "spec_util.h"
 
 #ifdef VRAMLAB_HAVE_CUDA
@@ -74,6 +75,18 @@ std::vector<TwinConfig> twin_configs() {
       {"test/refs/transformer_reference.json", "variable_shapes", "linear"},
   };
   std::vector<TwinConfig> out;
+  // Hugging Face models (the measuring protocol's spec format, hf_protocol.py): Llama
+  // (GQA), Qwen2 (biases, tied), GPT-2 (dropout), Mixtral (MoE routing), Gemma2, and
+  // the other architectures, training and generation.
+  for (const char* file : {"test/refs/hf_reference.json", "test/refs/measured/h100_hf_more.json"}) {
+    SpecValue doc = load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + file);
+    for (const SpecValue& run : doc["runs"].items()) {
+      if (!run.find("readings") || run.find("error")) continue;
+      // Gemma3's local rotary tables are computed on the simulated devices only
+      if (run["spec"]["hf"]["arch"].as_string("arch") == "Gemma3ForCausalLM") continue;
+      out.push_back({file, "linear", vramlab::spectest::hf_spec(run["spec"]), run["readings"]});
+    }
+  }
   for (const auto& src : sources) {
     SpecValue doc = load_json_file(std::string(VRAMLAB_SOURCE_DIR) + "/" + src.file);
     const auto& runs = *src.section ? doc[src.section].items() : doc["runs"].items();
@@ -163,6 +176,12 @@ TEST(EngineCudaTwin, EveryMeasuredConfigurationReadsTheSameOnCudaAndSim) {
           std::printf("  differ %s %s: cuda %s sim %s\n", t.spec.to_json().substr(0, 120).c_str(), k.c_str(),
                       v.to_json().c_str(), r["sim"][k].to_json().c_str());
     (same ? equal : differ)++;
+    if (const SpecValue* hf = t.spec["model"].find("config"))
+      std::printf("  hf %-22s %s: %s (peak cuda %s sim %s)\n",
+                  (*hf)["architectures"].items().at(0).as_string("arch").c_str(), t.file.c_str(),
+                  same ? "equal" : "DIFFER",
+                  r["cuda"].find("it1_peak_fwd_bwd") ? r["cuda"]["it1_peak_fwd_bwd"].to_json().c_str() : "-",
+                  r["sim"].find("it1_peak_fwd_bwd") ? r["sim"]["it1_peak_fwd_bwd"].to_json().c_str() : "-");
     if (out)
       out << SpecValue::object({{"file", SpecValue::string(t.file)},
                                 {"warmup", SpecValue::string(t.warmup)},
