@@ -409,7 +409,7 @@ class HfCausalLM : public Model {
     } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
-      position_ids = add(ar, double(past)).unsqueeze(0);
+      position_ids = hf::positions_from(ar, past).unsqueeze(0);
     }
     if (!cache) hf::packed_sequence_check(position_ids, B);
     Tensor x = emb;

@@ -285,7 +285,7 @@ class Gpt2LMHeadModel : public Model {
     {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
-      position_ids = add(ar, 0.0).unsqueeze(0);
+      position_ids = positions_from(ar, 0).unsqueeze(0);
     }
     Tensor position_embeds = (*wpe_)(position_ids);
     Tensor x = add(inputs_embeds, position_embeds);

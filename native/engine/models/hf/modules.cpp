@@ -124,6 +124,13 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
   sin = s32.to(dtype);
 }
 
+Tensor positions_from(const Tensor& ar, int64_t past) {
+  if (!ar.has_data()) return add(ar, double(past));
+  Tensor out = make_tensor(ar.sizes(), DType::Int64, "add");
+  be().arange(out, double(past));
+  return out;
+}
+
 void packed_sequence_check(const Tensor& position_ids, int64_t batch) {
   // find_packed_sequence_indices: its locals (first_dummy_value, position_diff,
   // packed_sequence_mask) live until it returns.
