@@ -118,9 +118,56 @@ class Backend {
                                   const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                   const Tensor& lse, bool causal, double scale);
   virtual void arange(const Tensor& out, double start);  // out[i] = start + i (1-D)
-  // Rotary tables (T, D/2): angle[t, i] = t / theta^(2i/D); cos and sin of it.
-  virtual void rope_tables(const Tensor& cos, const Tensor& sin, double theta);
+  // Rotary tables (T, D/2), unit column stride (rows may be strided, as the halves of
+  // HF's (T, D) tables): angle[t, i] = (first + t) / theta^(2i/D); cos and sin of it.
+  virtual void rope_tables(const Tensor& cos, const Tensor& sin, double theta, int64_t first = 0);
   virtual void argmax_last(const Tensor& out, const Tensor& in);  // int64 index of each row's max
+
+  // ---- what the Hugging Face models add (defaults: an error naming the kernel) ----
+  // Grouped-query attention: attention / attention_backward take k, v (and dk, dv) with
+  // Hk heads, Hq % Hk == 0; query head h reads kv head h / (Hq / Hk), and dk, dv of a kv
+  // head are the sums over the Hq / Hk query heads that read it.
+  //
+  // Dropout masks are counter-based: element i (in out's contiguous order) is kept when
+  // philox_uniform(seed, i) >= p (scalar_math.h; Philox4x32-10, the same numbers on
+  // every backend). `mask` holds one byte per element (torch.bool: 1 kept, 0 dropped).
+  // out = x * mask / (1 - p); out and mask contiguous.
+  virtual void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double p, uint64_t seed);
+  // out = grad * mask * scale, mask as dropout wrote it; out contiguous.
+  virtual void dropout_backward(const Tensor& out, const Tensor& grad, const Tensor& mask, double scale);
+  // Attention with dropout on the probabilities (FlashAttention's semantics): the
+  // softmax, its lse and normaliser are the undropped ones; P[b,h,i,j] is kept when
+  // philox_uniform(seed, ((b * H + h) * Sq + i) * Sk + j) >= p, and scaled by 1 / (1 - p).
+  virtual void attention_dropout(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, bool causal, double scale, double p, uint64_t seed);
+  virtual void attention_dropout_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                          const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                          const Tensor& lse, bool causal, double scale, double p, uint64_t seed);
+  // softmax over the last dim of a 2-D view; its backward out = y * (g - sum_row(g * y)).
+  virtual void softmax(const Tensor& out, const Tensor& in);
+  virtual void softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& y);
+  // The k largest of each row of a 2-D view, in descending order (ties: the lower
+  // index first); indices int64. Its gradient: out[r, idx[r, j]] = src[r, j] (out
+  // arrives zero-filled).
+  virtual void topk_rows(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t k);
+  virtual void scatter_rows(const Tensor& out, const Tensor& src, const Tensor& indices);
+  // Contiguous 1-D int64: a stable ascending sort (values and the permutation), the
+  // floor division by d of non-negative values, and the inverse of a permutation
+  // (out[perm[i]] = i).
+  virtual void sort_int64(const Tensor& values, const Tensor& perm, const Tensor& in);
+  virtual void index_div(const Tensor& out, const Tensor& in, int64_t d);
+  virtual void invert_permutation(const Tensor& out, const Tensor& perm);
+  // MoE routing offsets from ascending expert ids: counts[e] = #ids equal to e, offsets
+  // = their inclusive cumsum; both int32 (4 raw bytes an element, whatever the engine
+  // tensor's dtype says: the engine has no int32).
+  virtual void group_offsets(const Tensor& counts, const Tensor& offsets, const Tensor& sorted_ids);
+  // torch._grouped_mm with int32 `offs` (E cumulative row ends, as group_offsets makes):
+  //   a (S, K), b (E, K, N) -> out (S, N): rows [offs[g-1], offs[g]) of a times b[g];
+  //   a (K, S), b (S, N)    -> out (E, K, N): out[g] = a[:, group g] b[group g, :].
+  // The default runs one gemm per group on views (offs read to the host).
+  virtual void grouped_mm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& offs);
+  // Copies `bytes` raw bytes of a contiguous tensor to the host (waits for it).
+  virtual void read_bytes(void* dst, const Tensor& src, size_t bytes);
   virtual bool all_finite(const Tensor& t) = 0;
   virtual void synchronize() {}
   // Optional: the default runs the per-tensor unary/binary/ternary kernels in the order

@@ -1,5 +1,6 @@
 // CPU reference kernels: strided loops computing in double, so float64 tensors give
 // exact finite-difference gradient checks. Correctness over speed.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <random>
 
 #include "engine/backends/backend.h"
+#include "engine/backends/philox.h"
 #include "engine/backends/scalar_math.h"
 
 namespace vramlab::engine {
@@ -106,6 +108,11 @@ void for_each_index(const Shape& sizes, const View* const (&views)[N], F&& f) {
       idx[d] = 0;
     }
   }
+}
+
+int64_t at2(const Tensor& t, int64_t r, int64_t c) { return r * t.strides()[0] + c * t.strides()[1]; }
+int64_t at4(const Tensor& t, int64_t b, int64_t h, int64_t i, int64_t d) {
+  return b * t.strides()[0] + h * t.strides()[1] + i * t.strides()[2] + d * t.strides()[3];
 }
 
 class CpuBackend : public Backend {
@@ -337,14 +344,16 @@ class CpuBackend : public Backend {
       return b * t.strides()[0] + h * t.strides()[1] + i * t.strides()[2] + d * t.strides()[3];
     };
     std::vector<double> p(static_cast<size_t>(Sk));
+    const int64_t G = H / k.size(1);  // grouped-query: q head h reads kv head h / G
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < Sq; ++i) {
+          const int64_t hk = h / G;
           double mx = -std::numeric_limits<double>::infinity();
           int64_t last = causal ? std::min(i, Sk - 1) : Sk - 1;  // causal: top-left aligned (j <= i)
           for (int64_t j = 0; j <= last; ++j) {
             double s = 0;
-            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, h, j, d));
+            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, hk, j, d));
             p[size_t(j)] = s * scale;
             mx = std::max(mx, p[size_t(j)]);
           }
@@ -353,7 +362,7 @@ class CpuBackend : public Backend {
           if (lv) lv->set(b * lse->strides()[0] + h * lse->strides()[1] + i * lse->strides()[2], mx + std::log(sum));
           for (int64_t d = 0; d < Dv; ++d) {
             double acc = 0;
-            for (int64_t j = 0; j <= last; ++j) acc += p[size_t(j)] * vv.get(at(v, b, h, j, d));
+            for (int64_t j = 0; j <= last; ++j) acc += p[size_t(j)] * vv.get(at(v, b, hk, j, d));
             o.set(at(out, b, h, i, d), acc / sum);
           }
         }
@@ -368,26 +377,28 @@ class CpuBackend : public Backend {
       return b * t.strides()[0] + h * t.strides()[1] + i * t.strides()[2] + d * t.strides()[3];
     };
     for (const Tensor* t : {&dq, &dk, &dv}) fill(*t, 0.0);
+    const int64_t G = H / k.size(1);  // grouped-query: dK, dV summed over the G query heads of a kv head
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < Sq; ++i) {
+          const int64_t hk = h / G;
           int64_t last = causal ? std::min(i, Sk - 1) : Sk - 1;
           double l = lv.get(b * lse.strides()[0] + h * lse.strides()[1] + i * lse.strides()[2]);
           double delta = 0;
           for (int64_t d = 0; d < Dv; ++d) delta += go.get(at(dout, b, h, i, d)) * ov.get(at(out, b, h, i, d));
           for (int64_t j = 0; j <= last; ++j) {
             double s = 0;
-            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, h, j, d));
+            for (int64_t d = 0; d < D; ++d) s += qv.get(at(q, b, h, i, d)) * kv.get(at(k, b, hk, j, d));
             double pij = std::exp(s * scale - l), dp = 0;
             for (int64_t d = 0; d < Dv; ++d) {
-              dp += go.get(at(dout, b, h, i, d)) * vv.get(at(v, b, h, j, d));
-              int64_t o = at(dv, b, h, j, d);
+              dp += go.get(at(dout, b, h, i, d)) * vv.get(at(v, b, hk, j, d));
+              int64_t o = at(dv, b, hk, j, d);
               gv.set(o, gv.get(o) + pij * go.get(at(dout, b, h, i, d)));
             }
             double ds = pij * (dp - delta) * scale;
             for (int64_t d = 0; d < D; ++d) {
-              int64_t oq = at(dq, b, h, i, d), ok = at(dk, b, h, j, d);
-              gq.set(oq, gq.get(oq) + ds * kv.get(at(k, b, h, j, d)));
+              int64_t oq = at(dq, b, h, i, d), ok = at(dk, b, hk, j, d);
+              gq.set(oq, gq.get(oq) + ds * kv.get(at(k, b, hk, j, d)));
               gk.set(ok, gk.get(ok) + ds * qv.get(at(q, b, h, i, d)));
             }
           }
@@ -399,14 +410,14 @@ class CpuBackend : public Backend {
     for (int64_t i = 0; i < out.numel(); ++i) o.set(i * out.strides()[0], start + double(i));
   }
 
-  void rope_tables(const Tensor& cos, const Tensor& sin, double theta) override {
+  void rope_tables(const Tensor& cos, const Tensor& sin, double theta, int64_t first) override {
     View c(cos), s(sin);
     const int64_t T = cos.size(0), H = cos.size(1), D = 2 * H;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < H; ++i) {
         // as the reference computes it: float32 inverse frequencies, then the outer product
         float inv = float(1.0 / std::pow(theta, double(float(2 * i) / float(D))));
-        double a = double(float(t) * inv);
+        double a = double(float(first + t) * inv);
         c.set(t * cos.strides()[0] + i * cos.strides()[1], std::cos(a));
         s.set(t * sin.strides()[0] + i * sin.strides()[1], std::sin(a));
       }
@@ -432,6 +443,164 @@ class CpuBackend : public Backend {
       o.set(r, double(best));
     }
   }
+
+  // ---- what the Hugging Face models add ----
+  void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double p, uint64_t seed) override {
+    View o(out), xv(x);
+    uint8_t* m = static_cast<uint8_t*>(mask.data_ptr());
+    int64_t i = 0;  // out is contiguous: the visit order is the element counter
+    for_each_index(out.sizes(), {&o, &xv}, [&](auto off) {
+      const bool keep = philox_keep(seed, uint64_t(i), p);
+      m[i++] = keep;
+      o.set(off[0], keep ? xv.get(off[1]) / (1.0 - p) : 0.0);
+    });
+  }
+
+  void dropout_backward(const Tensor& out, const Tensor& grad, const Tensor& mask, double scale) override {
+    View o(out), g(grad);
+    const uint8_t* m = static_cast<const uint8_t*>(mask.data_ptr());
+    int64_t i = 0;
+    for_each_index(out.sizes(), {&o, &g}, [&](auto off) { o.set(off[0], m[i++] ? g.get(off[1]) * scale : 0.0); });
+  }
+
+  void attention_dropout(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                         bool causal, double scale, double p, uint64_t seed) override {
+    View o(out), qv(q), kv(k), vv(v);
+    std::unique_ptr<View> lv;
+    if (lse.defined()) lv = std::make_unique<View>(lse);
+    const int64_t B = q.size(0), H = q.size(1), Sq = q.size(2), D = q.size(3), Sk = k.size(2), Dv = v.size(3);
+    const int64_t G = H / k.size(1);
+    std::vector<double> s(static_cast<size_t>(Sk));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i) {
+          const int64_t hk = h / G, last = causal ? std::min(i, Sk - 1) : Sk - 1;
+          double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+          for (int64_t j = 0; j <= last; ++j) {
+            double d = 0;
+            for (int64_t e = 0; e < D; ++e) d += qv.get(at4(q, b, h, i, e)) * kv.get(at4(k, b, hk, j, e));
+            mx = std::max(mx, s[size_t(j)] = d * scale);
+          }
+          for (int64_t j = 0; j <= last; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
+          if (lv) lv->set(b * lse.strides()[0] + h * lse.strides()[1] + i * lse.strides()[2], mx + std::log(sum));
+          const uint64_t row = uint64_t(((b * H + h) * Sq + i) * Sk);
+          for (int64_t e = 0; e < Dv; ++e) {
+            double acc = 0;
+            for (int64_t j = 0; j <= last; ++j)
+              if (philox_keep(seed, row + uint64_t(j), p)) acc += s[size_t(j)] * vv.get(at4(v, b, hk, j, e));
+            o.set(at4(out, b, h, i, e), acc / sum / (1.0 - p));
+          }
+        }
+  }
+
+  void attention_dropout_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, bool causal, double scale, double p, uint64_t seed) override {
+    View gq(dq), gk(dk), gv(dv), go(dout), qv(q), kv(k), vv(v), ov(out), lv(lse);
+    const int64_t B = q.size(0), H = q.size(1), Sq = q.size(2), D = q.size(3), Sk = k.size(2), Dv = v.size(3);
+    const int64_t G = H / k.size(1);
+    for (const Tensor* t : {&dq, &dk, &dv}) fill(*t, 0.0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i) {
+          const int64_t hk = h / G, last = causal ? std::min(i, Sk - 1) : Sk - 1;
+          const double l = lv.get(b * lse.strides()[0] + h * lse.strides()[1] + i * lse.strides()[2]);
+          double delta = 0;  // rowsum(dO * O), O with the dropout applied
+          for (int64_t e = 0; e < Dv; ++e) delta += go.get(at4(dout, b, h, i, e)) * ov.get(at4(out, b, h, i, e));
+          const uint64_t row = uint64_t(((b * H + h) * Sq + i) * Sk);
+          for (int64_t j = 0; j <= last; ++j) {
+            double sc = 0, dp = 0;
+            for (int64_t e = 0; e < D; ++e) sc += qv.get(at4(q, b, h, i, e)) * kv.get(at4(k, b, hk, j, e));
+            const double pij = std::exp(sc * scale - l);
+            const double z = philox_keep(seed, row + uint64_t(j), p) ? 1.0 / (1.0 - p) : 0.0;
+            for (int64_t e = 0; e < Dv; ++e) {
+              const double g = go.get(at4(dout, b, h, i, e));
+              dp += g * vv.get(at4(v, b, hk, j, e));
+              const int64_t ov_ = at4(dv, b, hk, j, e);
+              gv.set(ov_, gv.get(ov_) + pij * z * g);
+            }
+            const double ds = pij * (dp * z - delta) * scale;
+            for (int64_t e = 0; e < D; ++e) {
+              const int64_t oq = at4(dq, b, h, i, e), ok = at4(dk, b, hk, j, e);
+              gq.set(oq, gq.get(oq) + ds * kv.get(at4(k, b, hk, j, e)));
+              gk.set(ok, gk.get(ok) + ds * qv.get(at4(q, b, h, i, e)));
+            }
+          }
+        }
+  }
+
+  void softmax(const Tensor& out, const Tensor& in) override {
+    log_softmax(out, in);
+    unary(UnaryOp::Exp, out, out, 0);
+  }
+
+  void softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& y) override {
+    View o(out), g(grad), yv(y);
+    for (int64_t r = 0; r < y.size(0); ++r) {
+      double dot = 0;
+      for (int64_t c = 0; c < y.size(1); ++c) dot += g.get(at2(grad, r, c)) * yv.get(at2(y, r, c));
+      for (int64_t c = 0; c < y.size(1); ++c)
+        o.set(at2(out, r, c), yv.get(at2(y, r, c)) * (g.get(at2(grad, r, c)) - dot));
+    }
+  }
+
+  void topk_rows(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t k) override {
+    View vo(values), io(indices), x(in);
+    std::vector<int64_t> order(size_t(in.size(1)));
+    for (int64_t r = 0; r < in.size(0); ++r) {
+      for (int64_t c = 0; c < in.size(1); ++c) order[size_t(c)] = c;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return x.get(at2(in, r, a)) > x.get(at2(in, r, b)); });
+      for (int64_t j = 0; j < k; ++j) {
+        vo.set(at2(values, r, j), x.get(at2(in, r, order[size_t(j)])));
+        io.set(at2(indices, r, j), double(order[size_t(j)]));
+      }
+    }
+  }
+
+  void scatter_rows(const Tensor& out, const Tensor& src, const Tensor& indices) override {
+    View o(out), sv(src), iv(indices);
+    for (int64_t r = 0; r < src.size(0); ++r)
+      for (int64_t j = 0; j < src.size(1); ++j)
+        o.set(at2(out, r, int64_t(iv.get(at2(indices, r, j)))), sv.get(at2(src, r, j)));
+  }
+
+  void sort_int64(const Tensor& values, const Tensor& perm, const Tensor& in) override {
+    const int64_t* x = static_cast<const int64_t*>(in.data_ptr());
+    int64_t *v = static_cast<int64_t*>(values.data_ptr()), *pi = static_cast<int64_t*>(perm.data_ptr());
+    std::vector<int64_t> order(size_t(in.numel()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] < x[b]; });
+    for (size_t i = 0; i < order.size(); ++i) {
+      v[i] = x[order[i]];
+      pi[i] = order[i];
+    }
+  }
+
+  void index_div(const Tensor& out, const Tensor& in, int64_t d) override {
+    const int64_t* x = static_cast<const int64_t*>(in.data_ptr());
+    int64_t* o = static_cast<int64_t*>(out.data_ptr());
+    for (int64_t i = 0; i < in.numel(); ++i) o[i] = x[i] / d;
+  }
+
+  void invert_permutation(const Tensor& out, const Tensor& perm) override {
+    const int64_t* pi = static_cast<const int64_t*>(perm.data_ptr());
+    int64_t* o = static_cast<int64_t*>(out.data_ptr());
+    for (int64_t i = 0; i < perm.numel(); ++i) o[pi[i]] = i;
+  }
+
+  void group_offsets(const Tensor& counts, const Tensor& offsets, const Tensor& sorted_ids) override {
+    const int64_t* ids = static_cast<const int64_t*>(sorted_ids.data_ptr());
+    int32_t *c = static_cast<int32_t*>(counts.data_ptr()), *o = static_cast<int32_t*>(offsets.data_ptr());
+    const int64_t E = counts.numel();
+    for (int64_t e = 0; e < E; ++e) c[e] = 0;
+    for (int64_t i = 0; i < sorted_ids.numel(); ++i)
+      if (ids[i] >= 0 && ids[i] < E) ++c[ids[i]];
+    int32_t run = 0;
+    for (int64_t e = 0; e < E; ++e) o[e] = run += c[e];
+  }
+
+  void read_bytes(void* dst, const Tensor& src, size_t bytes) override { std::memcpy(dst, src.data_ptr(), bytes); }
 
   double item(const Tensor& t) override { return View(t).get(0); }
 

@@ -99,7 +99,7 @@ class SimBackend : public Backend {
                        touched_bytes(dq) + touched_bytes(dk) + touched_bytes(dv));
   }
   void arange(const Tensor& out, double) override { mem(touched_bytes(out)); }
-  void rope_tables(const Tensor& cos, const Tensor& sin, double) override {
+  void rope_tables(const Tensor& cos, const Tensor& sin, double, int64_t) override {
     mem(touched_bytes(cos) + touched_bytes(sin));
   }
   void argmax_last(const Tensor& out, const Tensor& in) override { mem(touched_bytes(out) + touched_bytes(in)); }

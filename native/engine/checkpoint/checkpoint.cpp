@@ -7,6 +7,7 @@
 #include "engine/autocast/autocast.h"
 #include "engine/autograd/engine.h"
 #include "engine/autograd/node.h"
+#include "engine/core/context.h"
 #include "engine/core/grad_mode.h"
 
 namespace vramlab::engine {
@@ -25,6 +26,7 @@ struct Frame {
   std::unordered_map<uint64_t, bool> is_recomputed;
   std::unordered_map<uint64_t, std::unordered_map<Holder*, Tensor>> recomputed;
   std::unordered_map<uint64_t, size_t> recomp_counter;
+  std::mt19937_64 rng;  // preserve_rng_state: the generator as the forward found it
 };
 
 struct Holder {
@@ -57,6 +59,11 @@ void recompute(const std::shared_ptr<Frame>& frame, uint64_t gid) {
     return std::make_shared<Tensor>(x.detach());
   };
   hooks->unpack = [](const std::shared_ptr<void>& p) { return *std::static_pointer_cast<Tensor>(p); };
+  // the region's random draws (dropout masks) repeat: the forward's generator state for
+  // the recomputation, the caller's restored after it
+  auto& ctx = current_context();
+  const std::mt19937_64 outer = ctx.rng_state();
+  ctx.set_rng_state(frame->rng);
   try {
     HooksGuard hg(hooks);
     EnableGradGuard eg;
@@ -64,7 +71,11 @@ void recompute(const std::shared_ptr<Frame>& frame, uint64_t gid) {
     Tensor out = frame->fn(frame->inputs);
     (void)out;
   } catch (const StopRecomputation&) {
+  } catch (...) {
+    ctx.set_rng_state(outer);
+    throw;
   }
+  ctx.set_rng_state(outer);
 }
 
 }  // namespace
@@ -83,6 +94,7 @@ Tensor checkpoint(std::function<Tensor(const std::vector<Tensor>&)> fn, std::vec
   frame->autocast_enabled = as.enabled;
   frame->autocast_dtype = as.dtype;
   frame->autocast_cache = as.cache_enabled;
+  frame->rng = current_context().rng_state();
 
   auto hooks = std::make_shared<SavedTensorHooks>();
   std::weak_ptr<Frame> wframe = frame;

@@ -86,6 +86,10 @@ class EngineContext {
   double modeled_time_s() const;  // the sim backend's time model, 0 elsewhere
   uint64_t next_seed() { return rng_(); }
   void manual_seed(uint64_t s) { rng_.seed(s); }
+  // The generator's state, saved and restored around a checkpointed region's
+  // recomputation (preserve_rng_state: the same dropout masks the second time).
+  const std::mt19937_64& rng_state() const { return rng_; }
+  void set_rng_state(const std::mt19937_64& s) { rng_ = s; }
 
   // Event hook for live charts: phase markers and periodic samples.
   std::function<void(const EngineEvent&)> on_event;

@@ -166,10 +166,40 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
 }
 
 // ---- FlashAttention-2 ----
+// Dropout on the data backends: the probability and the counter-based generator's seed
+// (backend.h: attention_dropout), kept by the node as the philox state is.
+struct AttnDropout {
+  double p = 0;
+  uint64_t seed = 0;
+};
+
+void run_attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                   double scale, const AttnDropout& drop) {
+  // the simulated devices model the kernel's time without the dropout's values
+  if (drop.p <= 0 || !be().has_data()) return be().attention(out, lse, q, k, v, causal, scale);
+  be().attention_dropout(out, lse ? *lse : Tensor(), q, k, v, causal, scale, drop.p, drop.seed);
+}
+
+void run_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                            const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
+                            double scale, const AttnDropout& drop) {
+  if (drop.p <= 0 || !be().has_data())
+    return be().attention_backward(dq, dk, dv, dout, q, k, v, out, lse, causal, scale);
+  be().attention_dropout_backward(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, drop.p, drop.seed);
+}
+
+AttnDropout draw_dropout(double p) {
+  AttnDropout d;
+  d.p = p;
+  if (p > 0 && be().has_data()) d.seed = current_context().next_seed();
+  return d;
+}
+
 struct ScaledDotProductFlashAttentionBackward0 : Node {
   SavedVariable key_, query_, value_, logsumexp_, output_, philox_seed_, philox_offset_;
   bool causal = false;
   double scale = 1;
+  AttnDropout drop;
   std::string name() const override { return "ScaledDotProductFlashAttentionBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
@@ -191,7 +221,7 @@ struct ScaledDotProductFlashAttentionBackward0 : Node {
       const int64_t s_rounded = round_up(S, 128), d_rounded = D <= 192 ? round_up(D, 32) : 256;
       Tensor softmax_d = make_tensor({B, H, s_rounded}, DType::Float32, "_flash_attention_backward");
       Tensor dq_accum = make_tensor({B, s_rounded, H, d_rounded}, DType::Float32, "_flash_attention_backward");
-      be().attention_backward(dq, dk, dv, g[0], q, k, v, out, lse, causal, scale);
+      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse, causal, scale, drop);
     }
     return {dq, dk, dv};
   }
@@ -232,6 +262,7 @@ Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3), Sk = k.size(2);
   Tensor out = empty_like_layout(q.transpose(1, 2), "_flash_attention_forward").transpose(1, 2);
   Tensor lse = make_tensor({B, H, S}, DType::Float32, "_flash_attention_forward");
+  const AttnDropout drop = draw_dropout(dropout_p);
   // with dropout, the philox seed and offset as two device int64 scalars (saved for the
   // backward; measured: 1 KiB a layer more than without dropout)
   Tensor seed, offset;
@@ -251,11 +282,12 @@ Tensor flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
         out_accum = make_tensor({splits, B, H, S, d_rounded}, DType::Float32, "_flash_attention_forward");
       }
     }
-    be().attention(out, &lse, q, k, v, causal, scale);
+    run_attention(out, &lse, q, k, v, causal, scale, drop);
   }
   if (n) {
     n->causal = causal;
     n->scale = scale;
+    n->drop = drop;
     n->query_ = SavedVariable(q, false);
     n->key_ = SavedVariable(k, false);
     n->value_ = SavedVariable(v, false);
@@ -310,17 +342,19 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
   SavedVariable attn_bias_, key_, query_, value_, log_sumexp_, output_;
   bool causal = false;
   double scale = 1;
+  AttnDropout drop;
   std::string name() const override { return "ScaledDotProductEfficientAttentionBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
     Tensor q = query_.unpack(this), k = key_.unpack(this), v = value_.unpack(this);
     Tensor out = output_.unpack(this), lse = log_sumexp_.unpack(this);
     const int64_t B = q.size(0), H = q.size(1), M = q.size(2), N = k.size(2), K = q.size(3), Kv = v.size(3);
+    const int64_t Hk = k.size(1);  // fewer than H only on the CPU reference (grouped-query)
     // _efficient_attention_backward runs on (B, S, H, D) views; grad_out made contiguous there.
     Tensor grad_out = g[0].transpose(1, 2).contiguous();
     Tensor dq = make_tensor({B, M, H, K}, q.dtype(), "_efficient_attention_backward");
-    Tensor dk = make_tensor({B, N, H, K}, k.dtype(), "_efficient_attention_backward");
-    Tensor dv = make_tensor({B, N, H, Kv}, v.dtype(), "_efficient_attention_backward");
+    Tensor dk = make_tensor({B, N, Hk, K}, k.dtype(), "_efficient_attention_backward");
+    Tensor dv = make_tensor({B, N, Hk, Kv}, v.dtype(), "_efficient_attention_backward");
     {
       const bool half = is_half(q.dtype());
       Tensor delta;
@@ -336,8 +370,8 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
       }
       Tensor ws = make_tensor({efficient_workspace_bytes(half, B, H, M, N, K, Kv) / 4}, DType::Float32,
                               "_efficient_attention_backward");
-      be().attention_backward(dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), g[0], q, k, v, out,
-                              lse_view(lse, M), causal, scale);
+      run_attention_backward(dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), g[0], q, k, v, out,
+                             lse_view(lse, M), causal, scale, drop);
     }
     return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
   }
@@ -352,7 +386,8 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
 };
 
 Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
-                         const Tensor* bias = nullptr) {
+                         const Tensor* bias = nullptr, double dropout_p = 0) {
+  const AttnDropout drop = draw_dropout(dropout_p);
   auto n = need_lse ? make_node<ScaledDotProductEfficientAttentionBackward0>({&q, &k, &v}) : nullptr;
   const int64_t B = q.size(0), H = q.size(1), M = q.size(2), Kv = v.size(3);
   Tensor res = make_tensor({B, M, H, Kv}, q.dtype(), "_efficient_attention_forward");
@@ -366,11 +401,12 @@ Tensor efficient_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool
     if (is_half(q.dtype()) && Kv > 128)
       accum = make_tensor({B, M, H, Kv}, DType::Float32, "_efficient_attention_forward");
     Tensor lv = need_lse ? lse_view(lse, M) : Tensor();
-    be().attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale);
+    run_attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale, drop);
   }
   if (n) {
     n->causal = causal;
     n->scale = scale;
+    n->drop = drop;
     n->query_ = SavedVariable(q, false);
     n->key_ = SavedVariable(k, false);
     n->value_ = SavedVariable(v, false);
@@ -427,20 +463,18 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     throw std::invalid_argument("scaled_dot_product_attention: query " + q.shape_string() + ", key " +
                                 k.shape_string() + " and value " + v.shape_string() + " do not match");
   const double scale = scale_in > 0 ? scale_in : 1.0 / std::sqrt(double(q.size(3)));
-  if (gqa && current_context().backend().has_data())
-    throw std::invalid_argument(
-        "scaled_dot_product_attention: grouped-query attention (enable_gqa) runs on the simulated device only");
   const bool need_lse = any_requires_grad({&q, &k, &v});
-  if (dropout_p > 0 && current_context().backend().has_data())
-    throw std::invalid_argument("scaled_dot_product_attention: dropout runs on the simulated device only");
   if (!current_context().backend().models_cuda()) {
     // The CPU reference: efficient-attention layout, no workspaces.
-    return efficient_forward(q, k, v, is_causal, scale, need_lse);
+    return efficient_forward(q, k, v, is_causal, scale, need_lse, nullptr, dropout_p);
   }
   const SdpaBackend backend = select_backend(q, k, v, is_causal, dropout_p);
   current_context().last_sdpa_backend = sdpa_backend_name(backend);
   switch (backend) {
     case SdpaBackend::Cudnn:
+      if (dropout_p > 0 && current_context().backend().has_data())
+        throw std::invalid_argument(
+            "scaled_dot_product_attention: dropout on the cuDNN path runs on the simulated device only");
       return cudnn_forward(q, k, v, is_causal, scale, need_lse);
     case SdpaBackend::Flash:
       return flash_forward(q, k, v, is_causal, scale, need_lse, dropout_p);
@@ -450,7 +484,7 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
         current_context().last_sdpa_backend = "math";
         return sdpa_math(q, k, v, is_causal, true, scale, dropout_p);
       }
-      return efficient_forward(q, k, v, is_causal, scale, need_lse);
+      return efficient_forward(q, k, v, is_causal, scale, need_lse, nullptr, dropout_p);
   }
   throw std::logic_error("unreachable");
 }

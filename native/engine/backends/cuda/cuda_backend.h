@@ -62,8 +62,26 @@ class CudaBackend : public Backend {
                           const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
                           double scale) override;
   void arange(const Tensor& out, double start) override;
-  void rope_tables(const Tensor& cos, const Tensor& sin, double theta) override;
+  void rope_tables(const Tensor& cos, const Tensor& sin, double theta, int64_t first = 0) override;
   void argmax_last(const Tensor& out, const Tensor& in) override;
+  // What the Hugging Face models add (cuda_hf_ops.cpp, kernels/hf_ops.cu); grouped_mm is
+  // Backend's default (one cuBLAS gemm per expert).
+  void dropout(const Tensor& out, const Tensor& mask, const Tensor& x, double p, uint64_t seed) override;
+  void dropout_backward(const Tensor& out, const Tensor& grad, const Tensor& mask, double scale) override;
+  void attention_dropout(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                         bool causal, double scale, double p, uint64_t seed) override;
+  void attention_dropout_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                  const Tensor& lse, bool causal, double scale, double p, uint64_t seed) override;
+  void softmax(const Tensor& out, const Tensor& in) override;
+  void softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& y) override;
+  void topk_rows(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t k) override;
+  void scatter_rows(const Tensor& out, const Tensor& src, const Tensor& indices) override;
+  void sort_int64(const Tensor& values, const Tensor& perm, const Tensor& in) override;
+  void index_div(const Tensor& out, const Tensor& in, int64_t d) override;
+  void invert_permutation(const Tensor& out, const Tensor& perm) override;
+  void group_offsets(const Tensor& counts, const Tensor& offsets, const Tensor& sorted_ids) override;
+  void read_bytes(void* dst, const Tensor& src, size_t bytes) override { copy_to_host(dst, src, bytes); }
 
   // Performance switches, on by default, so one benchmark process can A/B them (and
   // VRAMLAB_CUDA_TUNING=old starts a backend with all of them off). None changes

@@ -125,12 +125,14 @@ void CudaBackend::arange(const Tensor& out, double start) {
   launch_arange(out.data_ptr(), int32_t(out.dtype()), out.numel(), start, stream_);
 }
 
-void CudaBackend::rope_tables(const Tensor& cos, const Tensor& sin, double theta) {
+void CudaBackend::rope_tables(const Tensor& cos, const Tensor& sin, double theta, int64_t first) {
   use_device();
-  if (!cos.is_contiguous() || !sin.is_contiguous() || cos.dim() != 2 || cos.sizes() != sin.sizes() ||
-      cos.dtype() != sin.dtype())
-    throw std::invalid_argument("rope_tables: expected two contiguous (T, D/2) tables of one dtype");
-  launch_rope_tables(cos.data_ptr(), sin.data_ptr(), int32_t(cos.dtype()), cos.size(0), cos.size(1), theta, stream_);
+  if (cos.dim() != 2 || cos.sizes() != sin.sizes() || cos.strides() != sin.strides() || cos.dtype() != sin.dtype() ||
+      cos.strides()[1] != 1)
+    throw std::invalid_argument(
+        "rope_tables: expected two (T, D/2) tables of one dtype and layout, unit column stride");
+  launch_rope_tables(cos.data_ptr(), sin.data_ptr(), int32_t(cos.dtype()), cos.size(0), cos.size(1), cos.strides()[0],
+                     first, theta, stream_);
 }
 
 void CudaBackend::argmax_last(const Tensor& out, const Tensor& in) {

@@ -25,6 +25,7 @@
 #include "engine/nn/embedding.h"
 #include "engine/nn/lora.h"
 #include "engine/ops/attention.h"
+#include "engine/ops/common.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine {
@@ -382,6 +383,14 @@ class HfCausalLM : public hf::CausalLM {
   // LlamaModel.forward: embeddings, position ids, rotary tables, the layers, the norm.
   Tensor model_forward(const Tensor& idx, KvCache* cache, int64_t past) {
     const int64_t B = idx.size(0), T = idx.size(1);
+    if (idx.has_data() && arch_.rope.type != "default")
+      throw std::invalid_argument("hf: rope type \"" + arch_.rope.type +
+                                  "\" runs on the simulated devices only (the data backends compute the default "
+                                  "rotary tables)");
+    if (idx.has_data() && arch_.name == "Gemma3ForCausalLM")
+      throw std::invalid_argument(
+          "hf: Gemma3ForCausalLM runs on the simulated devices only (its sliding layers' local rotary tables are not "
+          "computed on the data backends)");
     Tensor emb;
     {
       CategoryScope cs(Category::Activation);
@@ -393,11 +402,12 @@ class HfCausalLM : public hf::CausalLM {
     if (cache) {
       // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
       position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
-      if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+      if (position_ids.has_data())  // no padding: past, past + 1, ... in every row
+        for (int64_t b = 0; b < B; ++b) be().arange(position_ids.slice(0, b, b + 1).view({T}), double(past));
     } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
-      position_ids = add(ar, double(past)).unsqueeze(0);
+      position_ids = hf::positions_from(ar, past).unsqueeze(0);
     }
     if (!cache) hf::packed_sequence_check(position_ids, B);
     // eager attention's masks (create_causal_mask / create_sliding_window_causal_mask), in
@@ -438,7 +448,7 @@ class HfCausalLM : public hf::CausalLM {
       Tensor cos, sin;
       r.update(past + T);  // @dynamic_rope_update
       hf::rotary_cos_sin(r.inv_freq(), position_ids, arch_.rope_float ? DType::Float32 : x.dtype(), arch_.rope_theta,
-                         cos, sin);
+                         cos, sin, past);
       // (1, T, D) -> (1, T, 1, D): the tables against (B, T, H, D)
       c = cos.unsqueeze(2);
       s = sin.unsqueeze(2);

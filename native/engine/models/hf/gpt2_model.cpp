@@ -287,7 +287,7 @@ class Gpt2LMHeadModel : public CausalLM {
     {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
-      position_ids = add(ar, 0.0).unsqueeze(0);
+      position_ids = positions_from(ar, 0).unsqueeze(0);
     }
     Tensor position_embeds = (*wpe_)(position_ids);
     Tensor x = add(inputs_embeds, position_embeds);

@@ -92,7 +92,7 @@ Tensor RmsNorm::forward(const Tensor& x) {
 }
 
 void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
-                    Tensor& sin) {
+                    Tensor& sin, int64_t first) {
   NoGradGuard ng;
   AutocastGuard off(false, DType::Float32);  // maybe_autocast(enabled=False)
   // position_ids (1, T) in training, (batch, T) in generate(): the tables follow them
@@ -110,14 +110,25 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
     Tensor s0 = make_tensor({P, T, D}, DType::Float32, "sin");
     s32 = mul(s0, 1.0);
   }
-  if (c32.has_data() && P == 1) {
-    // angle[t, i] = t * inv_freq[i] in both halves (positions from 0: the data backends
-    // run training; generation is measured on the simulated device)
-    Tensor ch = make_view(c32, {T, half}, {D, 1}, 0), sh = make_view(s32, {T, half}, {D, 1}, 0);
-    be().rope_tables(ch, sh, theta);
+  if (c32.has_data()) {
+    // angle[p, t, i] = (first + t) * inv_freq[i] in both halves (cat((freqs, freqs), -1)),
+    // every row from the same position (generate() without padding)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t h : {int64_t(0), half}) {
+        Tensor ch = make_view(c32, {T, half}, {D, 1}, p * T * D + h),
+               sh = make_view(s32, {T, half}, {D, 1}, p * T * D + h);
+        be().rope_tables(ch, sh, theta, first);
+      }
   }
   cos = c32.to(dtype);
   sin = s32.to(dtype);
+}
+
+Tensor positions_from(const Tensor& ar, int64_t past) {
+  if (!ar.has_data()) return add(ar, double(past));
+  Tensor out = make_tensor(ar.sizes(), DType::Int64, "add");
+  be().arange(out, double(past));
+  return out;
 }
 
 void packed_sequence_check(const Tensor& position_ids, int64_t batch) {

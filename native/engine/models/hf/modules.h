@@ -40,9 +40,13 @@ class RmsNorm : public Module {
   NormStyle style_;
 };
 
-// LlamaRotaryEmbedding.forward: cos, sin (1, T, D) in `dtype` for position_ids (1, T).
+// LlamaRotaryEmbedding.forward: cos, sin (P, T, D) in `dtype` for position_ids (P, T),
+// which on the data backends are first, first + 1, ... in every row.
 void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dtype, double theta, Tensor& cos,
-                    Tensor& sin);
+                    Tensor& sin, int64_t first = 0);
+// torch.arange(T) + past: one int64 tensor; on the data backends its values come from
+// arange (the cuda backend has no int64 arithmetic).
+Tensor positions_from(const Tensor& arange_t, int64_t past);
 // find_packed_sequence_indices over position_ids expanded to the batch (training, no
 // cache): its temporaries, then None for one sequence per row.
 void packed_sequence_check(const Tensor& position_ids, int64_t batch);

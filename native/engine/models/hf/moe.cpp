@@ -47,13 +47,18 @@ class MoeBlock : public Container {
       make_experts();
       add("experts", experts);
     }
+    if (gate_up_.has_data()) {
+      // post_init's _init_weights: normal_(std=initializer_range) for the router and the
+      // experts' 3-D weights (their torch.empty / zeros values are never used)
+      NoGradGuard ng;
+      for (Tensor* w : {&router_w_, &gate_up_, &down_}) normal_(*w, 0.0, 0.02);
+    }
   }
 
   Tensor forward(const Tensor& x) override {
     CategoryScope cs(Category::Mlp);
-    if (x.has_data())
-      throw std::invalid_argument(
-          "hf: the mixture-of-experts forward routes tokens by their values; it runs on the simulated devices only");
+    // On the data backends routing follows the values; every allocation is sized by the
+    // totals (tokens x top_k, experts), so memory readings stay shape-only.
     const int64_t B = x.size(0), T = x.size(1), H = x.size(2);
     // hidden_states = hidden_states.view(-1, hidden_dim)
     Tensor hs = x.view({-1, H});
@@ -97,6 +102,8 @@ class MoeBlock : public Container {
   // batched_mm_experts_forward (generation's decoding steps, no gradient)
   Tensor batched_experts(const Tensor& hs, const Tensor& top_k_index, const Tensor& top_k_weights) {
     const int64_t N = hs.size(0), K = top_k_index.size(-1), H = hs.size(1), S = N * K, I = a_.expert_intermediate;
+    if (hs.has_data())
+      throw std::invalid_argument("hf: the decoding steps' batched experts run on the simulated devices only");
     Tensor selected = repeat_interleave(hs, K, 0);  // (S, H)
     Tensor sample_weights = top_k_weights.reshape({-1});
     Tensor expert_ids = make_tensor({S}, DType::Int64, "clamp");  // expert_ids.clamp(0, E - 1)
@@ -128,6 +135,7 @@ class MoeBlock : public Container {
     {
       // hidden_states[perm // num_top_k]: the index op keeps the quotient for its backward
       Tensor q = make_tensor({S}, DType::Int64, "floor_divide");
+      if (q.has_data()) be().index_div(q, perm, K);
       selected = index_rows(hs, q);
     }
     Tensor sample_weights_g = index_rows(sample_weights, perm);
@@ -135,6 +143,7 @@ class MoeBlock : public Container {
     Tensor histc_input = int32_tensor({S}, "_to_copy");
     Tensor tokens_per_expert = int32_tensor({E}, "histc");
     Tensor offsets = int32_tensor({E}, "cumsum");
+    if (offsets.has_data()) be().group_offsets(tokens_per_expert, offsets, expert_ids_g);
     { auto tmp = scratch(cub_scan_bytes(E), "cub::DeviceScan::InclusiveScan"); }
     // sentinel_mask = (expert_ids_g >= num_experts).unsqueeze(-1); clamp_ is in place
     Tensor sentinel_mask = bool_tensor(S, "ge");
@@ -159,6 +168,7 @@ class MoeBlock : public Container {
     {
       NoGradGuard ng;
       Tensor range = arange(0, S);
+      if (inv_perm.has_data()) be().invert_permutation(inv_perm, perm);
     }
     weighted_out = index_rows(weighted_out, inv_perm);
     Tensor final_hidden_states = sum(weighted_out.view({N, K, H}), {1}, false);

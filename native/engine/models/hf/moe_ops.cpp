@@ -1,5 +1,6 @@
 #include "engine/models/hf/moe_ops.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
@@ -10,6 +11,9 @@
 namespace vramlab::engine::hf {
 
 namespace {
+
+// A values-only copy on the data backends (no allocation, no autograd).
+void copy_values(const Tensor& out, const Tensor& in) { be().unary(UnaryOp::Copy, out, in, 0); }
 
 constexpr int64_t kSmallSort = 4096;  // should_use_small_sort: one slice sorted in place
 
@@ -38,7 +42,9 @@ struct SoftmaxBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
     Tensor y = result_.unpack(this);
-    return {make_tensor(y.sizes(), y.dtype(), "_softmax_backward_data")};
+    Tensor out = make_tensor(y.sizes(), y.dtype(), "_softmax_backward_data");
+    if (out.has_data()) be().softmax_backward(out, g[0], y);
+    return {out};
   }
   void release_variables() override { result_.reset_data(); }
 };
@@ -50,7 +56,9 @@ struct TopkBackward0 : Node {
   std::string name() const override { return "TopkBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
-    return {zeros(self_sizes, g[0].dtype())};
+    Tensor out = zeros(self_sizes, g[0].dtype());
+    if (out.has_data()) be().scatter_rows(out, g[0], indices_.unpack(this));
+    return {out};
   }
   void release_variables() override { indices_.reset_data(); }
 };
@@ -68,6 +76,8 @@ void index_put_accumulate(const Tensor& self, const Tensor& index, const Tensor&
   }
   Tensor src = values.is_contiguous() ? values : values.contiguous();
   if (n == 0 || slice == 0) return;
+  // the sums themselves: rows of `self` (a 1-D self as one column)
+  if (self.has_data()) be().index_add_rows(self.view({self.size(0), slice}), src.view({n, slice}), index.contiguous());
   Tensor sorted = make_tensor({n}, DType::Int64, "index_put_with_sort");
   Tensor orig = make_tensor({n}, DType::Int64, "index_put_with_sort");
   {
@@ -96,7 +106,11 @@ struct MaskedFillBackward0 : Node {
   std::string name() const override { return "MaskedFillBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
-    return {make_tensor(g[0].sizes(), g[0].dtype(), "masked_fill")};  // grad.masked_fill(mask, 0)
+    // grad.masked_fill(mask, 0): the routing's sentinel mask is all false (top-k expert
+    // ids are < num_experts), so on the data backends the gradient passes unchanged
+    Tensor out = make_tensor(g[0].sizes(), g[0].dtype(), "masked_fill");
+    if (out.has_data()) copy_values(out, g[0]);
+    return {out};
   }
   void release_variables() override { mask_.reset_data(); }
 };
@@ -106,7 +120,7 @@ struct MaskedFillBackward0 : Node {
 // allocator for the kernel's length: the argument buffer (per group three pointers, the
 // count rounded up to 2, the problem shape, 3 x int32, and three 8-byte strides), then
 // cutlass's workspace.
-Tensor grouped_mm_out(const Tensor& a, const Tensor& b, int64_t groups) {
+Tensor grouped_mm_out(const Tensor& a, const Tensor& b, int64_t groups, const Tensor* offs = nullptr) {
   const bool a2 = a.dim() == 2, b2 = b.dim() == 2;
   Shape size;
   if (a2 && b2)
@@ -127,7 +141,10 @@ Tensor grouped_mm_out(const Tensor& a, const Tensor& b, int64_t groups) {
     // Gemm::get_workspace_size: 512 bytes per SM for the persistent group tile scheduler
     // (67584 on a 132-SM H100, seen in the allocator's trace)
     auto workspace = scratch(size_t(current_context().sm_count()) * 512, "bf16bf16_grouped_mm");
+    if (offs && out.has_data()) be().grouped_mm(out, a, b, *offs);  // while the kernel's buffers are held
+    return out;
   }
+  if (offs && out.has_data()) be().grouped_mm(out, a, b, *offs);
   return out;
 }
 
@@ -143,18 +160,23 @@ struct GroupedMmBackward0 : Node {
     if (should_compute_output(1)) {
       // _grouped_mm_mat2_backward: a column-major mat2 (a transposed weight) gets its
       // gradient column-major, so the weight's own gradient comes out contiguous
-      Tensor mat1 = self_.unpack(this);
-      if (mat2_strides[1] == 1 && mat2_strides[2] == mat2_sizes[1])
-        r[1] = grouped_mm_out(grad.transpose(0, 1), mat1, groups).transpose(1, 2);
-      else
-        r[1] = grouped_mm_out(mat1.transpose(0, 1), grad, groups);
+      Tensor mat1 = self_.unpack(this), offs = offs_.unpack(this);
+      if (mat2_strides[1] == 1 && mat2_strides[2] == mat2_sizes[1]) {
+        Tensor gt = grad.transpose(0, 1);
+        r[1] = grouped_mm_out(gt, mat1, groups, &offs).transpose(1, 2);
+      } else {
+        r[1] = grouped_mm_out(mat1.transpose(0, 1), grad, groups, &offs);
+      }
     }
     if (should_compute_output(0)) {
-      Tensor mat2 = mat2_.unpack(this);
-      if (self_strides[0] == 1 && self_strides[1] == self_sizes[0])
+      Tensor mat2 = mat2_.unpack(this), offs = offs_.unpack(this);
+      if (self_strides[0] == 1 && self_strides[1] == self_sizes[0]) {
+        if (grad.has_data())
+          throw std::invalid_argument("grouped_mm: a column-major input's gradient runs on the simulated devices only");
         r[0] = grouped_mm_out(mat2, grad.transpose(0, 1), groups).transpose(0, 1);
-      else
-        r[0] = grouped_mm_out(grad, mat2.transpose(1, 2), groups);
+      } else {
+        r[0] = grouped_mm_out(grad, mat2.transpose(1, 2), groups, &offs);
+      }
     }
     return r;
   }
@@ -172,6 +194,7 @@ Tensor int32_tensor(const Shape& sizes, const char* op) { return make_tensor(siz
 Tensor softmax_last(const Tensor& x) {
   auto n = make_node<SoftmaxBackward0>({&x});
   Tensor out = make_tensor(x.sizes(), x.dtype(), "_softmax");
+  if (out.has_data()) be().softmax(out, x);
   if (n) {
     with_history(out, n);
     n->result_ = SavedVariable(out, true);
@@ -186,6 +209,7 @@ void topk_last(const Tensor& x, int64_t k, Tensor& values, Tensor& indices) {
   // one block per row for short rows; k <= 4096 results are sorted in place
   values = make_tensor(s, x.dtype(), "topk");
   indices = make_tensor(s, DType::Int64, "topk");
+  if (values.has_data()) be().topk_rows(values, indices, x, k);
   if (n) {
     n->self_sizes = x.sizes();
     with_history(values, n);
@@ -201,7 +225,10 @@ void sort_1d(const Tensor& x, Tensor& values, Tensor& indices) {
     // segmented_sort_large_segments: an index array, then CUB's radix sort of the pairs
     auto initial = scratch(size_t(n) * 8, "sort");
     auto tmp = scratch(cub_radix_sort_pairs_bytes(n, 8, 8, 64), "cub::DeviceRadixSort");
+    if (values.has_data()) be().sort_int64(values, indices, x.contiguous());
+    return;
   }
+  if (values.has_data()) be().sort_int64(values, indices, x.contiguous());
 }
 
 Tensor index_rows(const Tensor& src, const Tensor& index) {
@@ -213,6 +240,10 @@ Tensor index_rows(const Tensor& src, const Tensor& index) {
   Shape s = src.sizes();
   s[0] = index.numel();
   Tensor out = make_tensor(s, src.dtype(), "index");
+  if (out.has_data()) {
+    const int64_t cols = src.dim() > 1 ? src.numel() / std::max<int64_t>(src.size(0), 1) : 1;
+    be().index_select_rows(out.view({index.numel(), cols}), src.view({src.size(0), cols}), index);
+  }
   return with_history(out, n);
 }
 
@@ -220,6 +251,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask) {
   auto n = make_node<MaskedFillBackward0>({&x});
   if (n) n->mask_ = SavedVariable(mask, false);
   Tensor out = make_tensor(x.sizes(), x.dtype(), "masked_fill");
+  if (out.has_data()) copy_values(out, x);  // the sentinel mask is all false (see MaskedFillBackward0)
   return with_history(out, n);
 }
 
@@ -246,7 +278,7 @@ Tensor grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs) {
     n->mat2_strides = b.strides();
     n->groups = offs.size(0);
   }
-  Tensor out = grouped_mm_out(a, b, offs.size(0));
+  Tensor out = grouped_mm_out(a, b, offs.size(0), &offs);
   return with_history(out, n);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The ops of the mixture-of-experts routing (moe.cpp) with the memory PyTorch 2.11's CUDA
 // kernels and autograd formulas give them: what each allocates, what its backward node
-// saves, and what that backward allocates. Shape-only (the simulated devices): no values.
+// saves, and what that backward allocates. On the data backends (cpu, cuda) each also
+// computes its values through the backend's kernels, inside the buffers modelled.
 #include <memory>
 
 #include "engine/core/tensor.h"

@@ -275,6 +275,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int64_t H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
+  const int64_t hk = h / (H / k.size[1]);                       // grouped-query: q head h reads kv head h / (Hq / Hk)
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * BR;  // longest (causal) tiles first
   const int w = warp_id(), ln = lane_id();
   const int r = ln >> 1, half = ln & 1;  // softmax: a lane pair per row, alternate columns
@@ -291,8 +292,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t kend = causal ? (q0 + BR < Sk ? q0 + BR : Sk) : Sk;
   for (int64_t k0 = 0; k0 < kend; k0 += BC) {
     __syncthreads();  // all warps are done with the last K, V tiles (and Q is in)
-    load_tile<T, BC, D>(Ks, L::LDT, k, b, h, k0, Sk);
-    load_tile<T, BC, D>(Vs, L::LDT, v, b, h, k0, Sk);
+    load_tile<T, BC, D>(Ks, L::LDT, k, b, hk, k0, Sk);
+    load_tile<T, BC, D>(Vs, L::LDT, v, b, hk, k0, Sk);
     __syncthreads();
     warp_mm<T, BC, D, true>(Sw, L::LDS, Qw, L::LDT, Ks, L::LDT, false);  // S = Q K^T
     __syncwarp();
@@ -355,6 +356,7 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
 
   const int64_t H = q.size[1], Sq = q.size[2], Sk = k.size[2];
   const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
+  const int64_t hk = h / (H / k.size[1]);
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * BR;
   const int w = warp_id(), ln = lane_id();
   const int r = ln >> 1, half = ln & 1;
@@ -388,8 +390,8 @@ __global__ void __launch_bounds__(kThreads) flash_bwd_dq_kernel(View4 dq, View4 
   const int64_t kend = causal ? (q0 + BR < Sk ? q0 + BR : Sk) : Sk;
   for (int64_t k0 = 0; k0 < kend; k0 += BC) {
     __syncthreads();
-    load_tile<T, BC, D>(Ks, L::LDT, k, b, h, k0, Sk);
-    load_tile<T, BC, D>(Vs, L::LDT, v, b, h, k0, Sk);
+    load_tile<T, BC, D>(Ks, L::LDT, k, b, hk, k0, Sk);
+    load_tile<T, BC, D>(Vs, L::LDT, v, b, hk, k0, Sk);
     __syncthreads();
     warp_mm<T, BC, D, true>(Sw, L::LDS, Qw, L::LDT, Ks, L::LDT, false);   // S = Q K^T
     warp_mm<T, BC, D, true>(dPw, L::LDS, Gw, L::LDT, Vs, L::LDT, false);  // dP = dO V^T
@@ -438,15 +440,16 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 2)
   float* Dq = reinterpret_cast<float*>(smem + L::dq);
   T* Ps = L::kF ? reinterpret_cast<T*>(Ss) : reinterpret_cast<T*>(smem + L::p);
 
-  const int64_t H = q.size[1], Sq = q.size[2], Sk = k.size[2];
-  const int64_t b = blockIdx.x / H, h = blockIdx.x % H;
+  // grid (B * Hk, key tiles): dK, dV of kv head hk summed over the G query heads reading it
+  const int64_t Hk = k.size[1], G = q.size[1] / Hk, Sq = q.size[2], Sk = k.size[2];
+  const int64_t b = blockIdx.x / Hk, hk = blockIdx.x % Hk;
   const int64_t k0 = int64_t(blockIdx.y) * BC;  // early key tiles see the most queries: first
   const int w = warp_id(), ln = lane_id();
   const int r = ln >> 1, half = ln & 1;
   const int64_t kj = k0 + w * kRowsPerWarp + r;
 
-  load_tile<T, BC, D>(Ks, L::LDT, k, b, h, k0, Sk);
-  load_tile<T, BC, D>(Vs, L::LDT, v, b, h, k0, Sk);
+  load_tile<T, BC, D>(Ks, L::LDT, k, b, hk, k0, Sk);
+  load_tile<T, BC, D>(Vs, L::LDT, v, b, hk, k0, Sk);
   const T* Kw = Ks + w * kRowsPerWarp * L::LDT;
   const T* Vw = Vs + w * kRowsPerWarp * L::LDT;
   float* Sw = Ss + w * kRowsPerWarp * L::LDS;
@@ -462,57 +465,58 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 2)
   dV.zero();
 
   // Causal: queries before k0 see none of these keys.
-  for (int64_t i0 = causal ? k0 / BR * BR : 0; i0 < Sq; i0 += BR) {
-    __syncthreads();  // everyone is done with the last Q, dO, lse, D
-    load_tile<T, BR, D>(Qs, L::LDT, q, b, h, i0, Sq);
-    load_tile<T, BR, D>(Gs, L::LDT, dout, b, h, i0, Sq);
-    __syncthreads();
-    // lse and D of the BR queries: 8 rows per warp, lanes along the head dim.
-    for (int rr = 0; rr < BR / 4; ++rr) {
-      const int row = w * (BR / 4) + rr;
-      const int64_t i = i0 + row;
-      float part = 0.f;
-      if (i < Sq) {
-        const T* o_row = static_cast<const T*>(out.ptr) + row_off(out, b, h, i);
-        for (int d = ln; d < D; d += 32) part += to_f(Gs[row * L::LDT + d]) * to_f(o_row[d]);
+  for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+    for (int64_t i0 = causal ? k0 / BR * BR : 0; i0 < Sq; i0 += BR) {
+      __syncthreads();  // everyone is done with the last Q, dO, lse, D
+      load_tile<T, BR, D>(Qs, L::LDT, q, b, h, i0, Sq);
+      load_tile<T, BR, D>(Gs, L::LDT, dout, b, h, i0, Sq);
+      __syncthreads();
+      // lse and D of the BR queries: 8 rows per warp, lanes along the head dim.
+      for (int rr = 0; rr < BR / 4; ++rr) {
+        const int row = w * (BR / 4) + rr;
+        const int64_t i = i0 + row;
+        float part = 0.f;
+        if (i < Sq) {
+          const T* o_row = static_cast<const T*>(out.ptr) + row_off(out, b, h, i);
+          for (int d = ln; d < D; d += 32) part += to_f(Gs[row * L::LDT + d]) * to_f(o_row[d]);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+        if (ln == 0) {
+          Dq[row] = part;
+          Lq[row] = i < Sq ? load_f(lse.ptr, lse.dtype, row_off(lse, b, h, i)) : 0.f;
+        }
       }
+      __syncthreads();
+      warp_mm<T, BR, D, true>(Sw, L::LDS, Kw, L::LDT, Qs, L::LDT, false);  // S^T = K Q^T
+      __syncwarp();
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
-      if (ln == 0) {
-        Dq[row] = part;
-        Lq[row] = i < Sq ? load_f(lse.ptr, lse.dtype, row_off(lse, b, h, i)) : 0.f;
+      for (int t = 0; t < BR / 2; ++t) {
+        const int c = half + 2 * t;
+        const int64_t i = i0 + c;
+        const bool ok = i < Sq && kj < Sk && !(causal && kj > i);
+        const float p = ok ? __expf(Sw[r * L::LDS + c] * scale - Lq[c]) : 0.f;
+        Sw[r * L::LDS + c] = p;  // float P^T, for dS (fp32: Pw is Sw)
+        Pw[r * L::LDP + c] = from_f<T>(p);
       }
-    }
-    __syncthreads();
-    warp_mm<T, BR, D, true>(Sw, L::LDS, Kw, L::LDT, Qs, L::LDT, false);  // S^T = K Q^T
-    __syncwarp();
+      __syncwarp();
+      dV.template add<BR, false>(Pw, L::LDP, Gs, L::LDT);                   // dV += P^T dO
+      warp_mm<T, BR, D, true>(dPw, L::LDS, Vw, L::LDT, Gs, L::LDT, false);  // dP^T = V dO^T
+      __syncwarp();
 #pragma unroll
-    for (int t = 0; t < BR / 2; ++t) {
-      const int c = half + 2 * t;
-      const int64_t i = i0 + c;
-      const bool ok = i < Sq && kj < Sk && !(causal && kj > i);
-      const float p = ok ? __expf(Sw[r * L::LDS + c] * scale - Lq[c]) : 0.f;
-      Sw[r * L::LDS + c] = p;  // float P^T, for dS (fp32: Pw is Sw)
-      Pw[r * L::LDP + c] = from_f<T>(p);
+      for (int t = 0; t < BR / 2; ++t) {
+        const int c = half + 2 * t;
+        Pw[r * L::LDP + c] = from_f<T>(Sw[r * L::LDS + c] * (dPw[r * L::LDS + c] - Dq[c]) * scale);  // dS^T
+      }
+      __syncwarp();
+      dK.template add<BR, false>(Pw, L::LDP, Qs, L::LDT);  // dK += dS^T Q
+      __syncwarp();
     }
-    __syncwarp();
-    dV.template add<BR, false>(Pw, L::LDP, Gs, L::LDT);                   // dV += P^T dO
-    warp_mm<T, BR, D, true>(dPw, L::LDS, Vw, L::LDT, Gs, L::LDT, false);  // dP^T = V dO^T
-    __syncwarp();
-#pragma unroll
-    for (int t = 0; t < BR / 2; ++t) {
-      const int c = half + 2 * t;
-      Pw[r * L::LDP + c] = from_f<T>(Sw[r * L::LDS + c] * (dPw[r * L::LDS + c] - Dq[c]) * scale);  // dS^T
-    }
-    __syncwarp();
-    dK.template add<BR, false>(Pw, L::LDP, Qs, L::LDT);  // dK += dS^T Q
-    __syncwarp();
-  }
   __syncthreads();  // Q, dO, S, dP are free: staging for bf16/fp16
   float* stage = reinterpret_cast<float*>(smem + L::q) + w * kRowsPerWarp * L::LDO;
-  store_rows<T, D>(dk, b, h, k0 + w * kRowsPerWarp, Sk, dK.rows(stage, L::LDO), L::LDO);
+  store_rows<T, D>(dk, b, hk, k0 + w * kRowsPerWarp, Sk, dK.rows(stage, L::LDO), L::LDO);
   __syncwarp();  // every lane has read the dK rows before dV's overwrite them
-  store_rows<T, D>(dv, b, h, k0 + w * kRowsPerWarp, Sk, dV.rows(stage, L::LDO), L::LDO);
+  store_rows<T, D>(dv, b, hk, k0 + w * kRowsPerWarp, Sk, dV.rows(stage, L::LDO), L::LDO);
 }
 
 // ---- launches ----------------------------------------------------------------------
@@ -528,7 +532,8 @@ bool tiled_ok(std::initializer_list<const View4*> views, int64_t* head_dim) {
   const int64_t vec = q.dtype == kF32 ? 4 : 8;  // elements per 16 bytes
   for (const View4* t : views) {
     if (t->dtype != q.dtype || t->size[3] != D || t->stride[3] != 1) return false;
-    if (t->size[0] != q.size[0] || t->size[1] != q.size[1]) return false;
+    // k, v, dk, dv may have fewer heads (grouped-query), dividing q's
+    if (t->size[0] != q.size[0] || t->size[1] == 0 || q.size[1] % t->size[1] != 0) return false;
     if (reinterpret_cast<uintptr_t>(t->ptr) % 16 != 0) return false;
     for (int i = 0; i < 3; ++i)
       if (t->size[i] > 1 && t->stride[i] % vec != 0) return false;
@@ -607,8 +612,9 @@ bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const Vie
       using L = DkvSmem<T, kD>;
       auto kernel = flash_bwd_dkdv_kernel<T, kD>;
       set_smem(kernel, L::bytes);
-      kernel<<<dim3(bh, tiles(k.size[2], L::BC)), kThreads, L::bytes, stream>>>(dk, dv, dout, q, k, v, out, lse, causal,
-                                                                                scale);
+      const unsigned bhk = unsigned(k.size[0] * k.size[1]);
+      kernel<<<dim3(bhk, tiles(k.size[2], L::BC)), kThreads, L::bytes, stream>>>(dk, dv, dout, q, k, v, out, lse,
+                                                                                 causal, scale);
       check_launch("attention_backward (tiled dk, dv)");
     }
   });

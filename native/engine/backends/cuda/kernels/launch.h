@@ -61,8 +61,32 @@ bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const Vie
                                      const View4& q, const View4& k, const View4& v, const View4& out, const View4& lse,
                                      bool causal, float scale, cudaStream_t stream);
 void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream);
-void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, double theta,
-                        cudaStream_t stream);
+// Row r of the tables starts at element r * ld; positions first, first + 1, ...
+void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, int64_t ld, int64_t first,
+                        double theta, cudaStream_t stream);
 void launch_argmax_rows(long long* out, const Mat2& in, cudaStream_t stream);
+
+// What the Hugging Face models add (hf_ops.cu): dropout with counter-based masks (out
+// contiguous; the counter is out's element offset), attention with dropout (one warp a
+// row; grouped-query k/v), row softmax, top-k, and the MoE routing's index arithmetic.
+void launch_dropout(const PointwiseArgs& a, unsigned char* mask, double p, uint64_t seed, int num_sms,
+                    cudaStream_t stream);
+void launch_dropout_backward(const PointwiseArgs& a, const unsigned char* mask, double scale, int num_sms,
+                             cudaStream_t stream);
+void launch_attention_dropout(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
+                              bool causal, float scale, double p, uint64_t seed, cudaStream_t stream);
+void launch_attention_dropout_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
+                                       const View4& q, const View4& k, const View4& v, const View4& out,
+                                       const View4& lse, bool causal, float scale, double p, uint64_t seed,
+                                       cudaStream_t stream);
+void launch_softmax(const Mat2& out, const Mat2& in, cudaStream_t stream);
+void launch_softmax_backward(const Mat2& out, const Mat2& grad, const Mat2& y, cudaStream_t stream);
+void launch_topk(const Mat2& values, long long* idx, int64_t idx_s0, const Mat2& in, int64_t k, cudaStream_t stream);
+void launch_scatter_rows(const Mat2& out, const Mat2& src, const long long* idx, int64_t idx_s0, cudaStream_t stream);
+void launch_sort_int64(long long* values, long long* perm, const long long* in, int64_t n, cudaStream_t stream);
+void launch_index_div(long long* out, const long long* in, int64_t n, long long d, cudaStream_t stream);
+void launch_invert_permutation(long long* out, const long long* perm, int64_t n, cudaStream_t stream);
+void launch_group_offsets(int* counts, int* offsets, const long long* ids, int64_t n, int64_t experts,
+                          cudaStream_t stream);
 
 }  // namespace vramlab::engine::cuda

@@ -192,19 +192,20 @@ __global__ void attention_kernel(View4 out, View4 lse, View4 q, View4 k, View4 v
   const int64_t row = warp_row();
   if (row >= B * H * Sq) return;
   const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
+  const int64_t hk = h / (H / k.size[1]);  // grouped-query: q head h reads kv head h / (Hq / Hk)
   float qi[PL], acc[PL] = {};
   load_row(q, b, h, i, qi);
   float m = -FLT_MAX, l = 0;
   const int64_t last = causal ? (i < Sk ? i : Sk - 1) : Sk - 1;
   for (int64_t j = 0; j <= last; ++j) {
-    const float s = dot_row(qi, k, b, h, j) * scale;
+    const float s = dot_row(qi, k, b, hk, j) * scale;
     const float m_new = fmaxf(m, s);
     const float corr = __expf(m - m_new), p = __expf(s - m_new);
     l = l * corr + p;
 #pragma unroll
     for (int kk = 0; kk < PL; ++kk) {
       const int64_t d = lane() + 32 * kk;
-      acc[kk] = acc[kk] * corr + (d < v.size[3] ? p * load_f(v.ptr, v.dtype, off4(v, b, h, j, d)) : 0.f);
+      acc[kk] = acc[kk] * corr + (d < v.size[3] ? p * load_f(v.ptr, v.dtype, off4(v, b, hk, j, d)) : 0.f);
     }
     m = m_new;
   }
@@ -222,6 +223,7 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
   const int64_t row = warp_row();
   if (row >= B * H * Sq) return;
   const int64_t i = row % Sq, h = (row / Sq) % H, b = row / (Sq * H);
+  const int64_t hk = h / (H / k.size[1]);
   float qi[PL], gi[PL], acc[PL] = {};
   load_row(q, b, h, i, qi);
   load_row(dout, b, h, i, gi);
@@ -229,12 +231,12 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
   const float li = load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0));
   const int64_t last = causal ? (i < Sk ? i : Sk - 1) : Sk - 1;
   for (int64_t j = 0; j <= last; ++j) {
-    const float p = __expf(dot_row(qi, k, b, h, j) * scale - li);
-    const float ds = p * (dot_row(gi, v, b, h, j) - di) * scale;
+    const float p = __expf(dot_row(qi, k, b, hk, j) * scale - li);
+    const float ds = p * (dot_row(gi, v, b, hk, j) - di) * scale;
 #pragma unroll
     for (int kk = 0; kk < PL; ++kk) {
       const int64_t d = lane() + 32 * kk;
-      if (d < k.size[3]) acc[kk] += ds * load_f(k.ptr, k.dtype, off4(k, b, h, j, d));
+      if (d < k.size[3]) acc[kk] += ds * load_f(k.ptr, k.dtype, off4(k, b, hk, j, d));
     }
   }
   store_row(dq, b, h, i, acc);
@@ -244,38 +246,40 @@ __global__ void attention_dq_kernel(View4 dq, View4 dout, View4 q, View4 k, View
 template <int PL>
 __global__ void attention_dkdv_kernel(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse,
                                       bool causal, float scale) {
-  const int64_t B = q.size[0], H = q.size[1], Sq = q.size[2], Sk = k.size[2];
+  const int64_t B = q.size[0], Hk = k.size[1], G = q.size[1] / Hk, Sq = q.size[2], Sk = k.size[2];
   const int64_t row = warp_row();
-  if (row >= B * H * Sk) return;
-  const int64_t j = row % Sk, h = (row / Sk) % H, b = row / (Sk * H);
+  if (row >= B * Hk * Sk) return;
+  // one warp per key row of kv head hk: dK, dV summed over the G query heads reading it
+  const int64_t j = row % Sk, hk = (row / Sk) % Hk, b = row / (Sk * Hk);
   float kj[PL], vj[PL], ak[PL] = {}, av[PL] = {};
-  load_row(k, b, h, j, kj);
-  load_row(v, b, h, j, vj);
-  for (int64_t i = causal ? j : 0; i < Sq; ++i) {
-    float qi[PL], gi[PL];
-    load_row(q, b, h, i, qi);
-    load_row(dout, b, h, i, gi);
-    float s = 0, gv = 0, go = 0;
+  load_row(k, b, hk, j, kj);
+  load_row(v, b, hk, j, vj);
+  for (int64_t h = hk * G; h < (hk + 1) * G; ++h)
+    for (int64_t i = causal ? j : 0; i < Sq; ++i) {
+      float qi[PL], gi[PL];
+      load_row(q, b, h, i, qi);
+      load_row(dout, b, h, i, gi);
+      float s = 0, gv = 0, go = 0;
 #pragma unroll
-    for (int kk = 0; kk < PL; ++kk) {
-      const int64_t d = lane() + 32 * kk;
-      s += qi[kk] * kj[kk];
-      gv += gi[kk] * vj[kk];
-      go += d < out.size[3] ? gi[kk] * load_f(out.ptr, out.dtype, off4(out, b, h, i, d)) : 0.f;
-    }
-    s = warp_sum(s) * scale;
-    gv = warp_sum(gv);
-    go = warp_sum(go);
-    const float p = __expf(s - load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0)));
-    const float ds = p * (gv - go) * scale;
+      for (int kk = 0; kk < PL; ++kk) {
+        const int64_t d = lane() + 32 * kk;
+        s += qi[kk] * kj[kk];
+        gv += gi[kk] * vj[kk];
+        go += d < out.size[3] ? gi[kk] * load_f(out.ptr, out.dtype, off4(out, b, h, i, d)) : 0.f;
+      }
+      s = warp_sum(s) * scale;
+      gv = warp_sum(gv);
+      go = warp_sum(go);
+      const float p = __expf(s - load_f(lse.ptr, lse.dtype, off4(lse, b, h, i, 0)));
+      const float ds = p * (gv - go) * scale;
 #pragma unroll
-    for (int kk = 0; kk < PL; ++kk) {
-      av[kk] += p * gi[kk];
-      ak[kk] += ds * qi[kk];
+      for (int kk = 0; kk < PL; ++kk) {
+        av[kk] += p * gi[kk];
+        ak[kk] += ds * qi[kk];
+      }
     }
-  }
-  store_row(dk, b, h, j, ak);
-  store_row(dv, b, h, j, av);
+  store_row(dk, b, hk, j, ak);
+  store_row(dv, b, hk, j, av);
 }
 
 // ---- small ones ------------------------------------------------------------------
@@ -286,14 +290,15 @@ __global__ void arange_kernel(void* out, int32_t dt, int64_t n, double start) {
 }
 
 // inv_freq = 1 / theta^(2i / D) in float, angle = t * inv_freq (torch's outer product).
-__global__ void rope_tables_kernel(void* cos_out, void* sin_out, int32_t dt, int64_t t, int64_t half, double theta) {
+__global__ void rope_tables_kernel(void* cos_out, void* sin_out, int32_t dt, int64_t t, int64_t half, int64_t ld,
+                                   int64_t first, double theta) {
   const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= t * half) return;
   const int64_t pos = e / half, i = e % half;
   const float inv = 1.0f / powf(float(theta), float(2 * i) / float(2 * half));
-  const float a = float(pos) * inv;
-  store_f(cos_out, dt, e, cosf(a));
-  store_f(sin_out, dt, e, sinf(a));
+  const float a = float(first + pos) * inv;
+  store_f(cos_out, dt, pos * ld + i, cosf(a));
+  store_f(sin_out, dt, pos * ld + i, sinf(a));
 }
 
 __global__ void argmax_rows_kernel(long long* out, Mat2 in) {
@@ -417,10 +422,10 @@ void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream
   check_launch("arange");
 }
 
-void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, double theta,
-                        cudaStream_t stream) {
+void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, int64_t ld, int64_t first,
+                        double theta, cudaStream_t stream) {
   if (t * half == 0) return;
-  rope_tables_kernel<<<unsigned((t * half + 255) / 256), 256, 0, stream>>>(cos, sin, dtype, t, half, theta);
+  rope_tables_kernel<<<unsigned((t * half + 255) / 256), 256, 0, stream>>>(cos, sin, dtype, t, half, ld, first, theta);
   check_launch("rope_tables");
 }
 
