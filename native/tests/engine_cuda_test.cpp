@@ -844,6 +844,71 @@ TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
         }
 }
 
+// Grouped-query attention on the tensor-core kernels (attention_mma.cu): query head h
+// reads key/value head h / (Hq / Hk), and dK, dV come out summed over each group. The
+// reference is plain multi-head attention on k, v with every head repeated for its group
+// (float64), its dK, dV summed over the group here.
+TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
+  const int64_t B = 2, Hq = 6, Hk = 2, G = Hq / Hk;
+  auto f64 = [&](const Tensor& t) {
+    Tensor c = cpu_empty(t.sizes(), DType::Float64);
+    cpu_be().unary(UnaryOp::Copy, c, t, 0);
+    return c;
+  };
+  for (int64_t D : {int64_t(64), int64_t(128)})
+    for (DType dt : {DType::Float16, DType::BFloat16})
+      for (bool causal : {true, false}) {
+        const int64_t S = 150;
+        const double scale = 1.0 / std::sqrt(double(D));
+        Tensor q_c = cpu_rand({B, Hq, S, D}, dt), k_c = cpu_rand({B, Hk, S, D}, dt), v_c = cpu_rand({B, Hk, S, D}, dt);
+        Tensor go_c = cpu_rand({B, Hq, S, D}, dt);
+        // k, v repeated per group, in float64
+        auto repeat = [&](const Tensor& t) {
+          Tensor r = cpu_empty({B, Hq, S, D}, DType::Float64);
+          for (int64_t h = 0; h < Hq; ++h)
+            cpu_be().unary(UnaryOp::Copy, make_view(r, {B, S, D}, {Hq * S * D, D, 1}, h * S * D),
+                           make_view(t, {B, S, D}, {Hk * S * D, D, 1}, (h / G) * S * D), 0);
+          return r;
+        };
+        Tensor kr = repeat(k_c), vr = repeat(v_c);
+        Tensor o_c = cpu_empty({B, Hq, S, D}, DType::Float64), l_c = cpu_empty({B, Hq, S}, DType::Float64);
+        cpu_be().attention(o_c, &l_c, f64(q_c), kr, vr, causal, scale);
+        Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
+        Tensor o_g = gpu_poisoned({B, Hq, S, D}, dt), l_g = gpu_poisoned({B, Hq, S}, DType::Float32);
+        gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, causal, scale);
+        const std::string what =
+            std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" + std::to_string(D);
+        EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
+        EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+        // the backward from the GPU's forward (out in T, lse in float), the reference on the same values
+        Tensor dq_c = cpu_empty({B, Hq, S, D}, DType::Float64), dkr = cpu_empty({B, Hq, S, D}, DType::Float64),
+               dvr = cpu_empty({B, Hq, S, D}, DType::Float64);
+        Tensor o_back = cpu_empty({B, Hq, S, D}, dt), l_back = cpu_empty({B, Hq, S}, DType::Float32);
+        {
+          ContextGuard g(*gpu_);
+          gpu_be().copy_to_host(o_back.data_ptr(), o_g, o_g.nbytes());
+          gpu_be().copy_to_host(l_back.data_ptr(), l_g, l_g.nbytes());
+        }
+        cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), causal,
+                                    scale);
+        auto group_sum = [&](const Tensor& r) {
+          std::vector<double> acc(size_t(B * Hk * S * D), 0.0);
+          const auto* p = static_cast<const double*>(r.data_ptr());
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t h = 0; h < Hq; ++h)
+              for (int64_t i = 0; i < S * D; ++i)
+                acc[size_t((b * Hk + h / G) * S * D + i)] += p[(b * Hq + h) * S * D + i];
+          return acc;
+        };
+        Tensor dq_g = gpu_poisoned({B, Hq, S, D}, dt), dk_g = gpu_poisoned({B, Hk, S, D}, dt),
+               dv_g = gpu_poisoned({B, Hk, S, D}, dt);
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, causal, scale);
+        EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+        EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+      }
+}
+
 TEST_F(EngineCudaOps, ArangeRotaryTablesAndArgmax) {
   Tensor a_c = cpu_empty({300}, DType::Int64), a_g = gpu_poisoned({300}, DType::Int64);
   cpu_be().arange(a_c, 5);

@@ -3,8 +3,9 @@
 // One warp per row throughout, float accumulation, and no scratch memory: every buffer
 // a kernel touches was allocated by the engine, as PyTorch's kernels would allocate it,
 // so memory readings on cuda:N stay the simulated device's. Speed is not the point here,
-// except for attention: launch_attention* try the tiled kernels of attention_tiled.cu
-// first and fall back to the one-warp-per-row kernels below for what those don't take.
+// except for attention: launch_attention* try the tensor-core kernels of attention_mma.cu
+// (fp16/bf16), then the tiled kernels of attention_tiled.cu, and fall back to the
+// one-warp-per-row kernels below for what those don't take.
 #include <algorithm>
 #include <cfloat>
 #include <type_traits>
@@ -386,6 +387,7 @@ void launch_attention(const View4& out, const View4& lse, const View4& q, const 
                       float scale, cudaStream_t stream) {
   const int64_t rows = q.size[0] * q.size[1] * q.size[2];
   if (rows == 0) return;
+  if (k.size[2] > 0 && launch_attention_mma(out, lse, q, k, v, causal, scale, stream)) return;
   if (k.size[2] > 0 && launch_attention_tiled(out, lse, q, k, v, causal, scale, stream)) return;
   with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
     attention_kernel<decltype(pl)::value>
@@ -399,6 +401,7 @@ void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv
                                float scale, cudaStream_t stream) {
   const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
   if (qrows == 0 || krows == 0) return;
+  if (launch_attention_backward_mma(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   if (launch_attention_backward_tiled(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
     constexpr int PL = decltype(pl)::value;
