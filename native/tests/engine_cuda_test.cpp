@@ -388,32 +388,33 @@ const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},
                               {BinaryOp::Maximum, 0, false},
                               {BinaryOp::SiluBackward, 0, false}};
 
+// 128 columns: broadcasts over rows take the 16-byte row-vector path.
 TEST_F(EngineCudaOps, BinaryOpsMatchCpuWithBroadcastingAndMixedDtypes) {
-  const Shape shape{33, 130};
-  for (DType dt : kFloatTypes)
-    for (const auto& c : kBinary) {
-      struct Variant {
-        Shape b_shape;
-        DType a_dt, b_dt;
-        const char* name;
-      } variants[] = {{shape, dt, dt, "same shape"},
-                      {{1, 130}, dt, dt, "row broadcast"},
-                      {{33, 1}, dt, dt, "column broadcast"},
-                      {{}, dt, dt, "scalar broadcast"},
-                      {shape, dt, DType::Float32, "mixed dtypes"}};
-      for (const auto& v : variants) {
-        Tensor a_c = cpu_rand(shape, v.a_dt);
-        Tensor b_c = c.b_positive ? cpu_rand(v.b_shape, v.b_dt, 0.5, 2.5) : cpu_rand(v.b_shape, v.b_dt);
-        Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
-        DType out_dt = v.b_dt == DType::Float32 ? DType::Float32 : dt;
-        Tensor ref = cpu_empty(shape, out_dt);
-        cpu_be().binary(c.op, ref, a_c, expand_to(b_c, shape), c.s);
-        Tensor out = gpu_poisoned(shape, out_dt);
-        gpu_be().binary(c.op, out, a_g, expand_to(b_g, shape), c.s);
-        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
-            << binary_op_name(c.op) << " " << dtype_name(dt) << " " << v.name;
+  for (Shape shape : {Shape{33, 130}, Shape{12, 128}})
+    for (DType dt : kFloatTypes)
+      for (const auto& c : kBinary) {
+        struct Variant {
+          Shape b_shape;
+          DType a_dt, b_dt;
+          const char* name;
+        } variants[] = {{shape, dt, dt, "same shape"},
+                        {{1, shape[1]}, dt, dt, "row broadcast"},
+                        {{shape[0], 1}, dt, dt, "column broadcast"},
+                        {{}, dt, dt, "scalar broadcast"},
+                        {shape, dt, DType::Float32, "mixed dtypes"}};
+        for (const auto& v : variants) {
+          Tensor a_c = cpu_rand(shape, v.a_dt);
+          Tensor b_c = c.b_positive ? cpu_rand(v.b_shape, v.b_dt, 0.5, 2.5) : cpu_rand(v.b_shape, v.b_dt);
+          Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
+          DType out_dt = v.b_dt == DType::Float32 ? DType::Float32 : dt;
+          Tensor ref = cpu_empty(shape, out_dt);
+          cpu_be().binary(c.op, ref, a_c, expand_to(b_c, shape), c.s);
+          Tensor out = gpu_poisoned(shape, out_dt);
+          gpu_be().binary(c.op, out, a_g, expand_to(b_g, shape), c.s);
+          EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
+              << binary_op_name(c.op) << " " << dtype_name(dt) << " " << v.name;
+        }
       }
-    }
 }
 
 TEST_F(EngineCudaOps, TernaryOpsMatchCpuIncludingInPlaceOptimizerForms) {
@@ -478,6 +479,33 @@ TEST_F(EngineCudaOps, CastsAndCopiesAreBitExact) {
   Tensor back = gpu_poisoned({1000}, DType::Float32);
   gpu_be().unary(UnaryOp::Copy, back, i_out, 0);
   EXPECT_EQ(values(back), cpu_values(i_ref));
+}
+
+// Same-dtype copies whose innermost dim is contiguous on both sides go 16 bytes at a
+// time: a (B, S, H, D) buffer seen as (B, H, S, D), a slice of columns, a 3-D gather.
+TEST_F(EngineCudaOps, RowContiguousCopiesMoveWholeRows) {
+  for (DType dt : kFloatTypes) {
+    Tensor in_c = cpu_rand({3, 10, 4, 64}, dt), in_g = to_gpu(in_c);
+    for (Tensor (*pick)(const Tensor&) : {
+             +[](const Tensor& t) { return t.transpose(1, 2); },
+             +[](const Tensor& t) { return t.slice(3, 8, 40); },
+             +[](const Tensor& t) { return t.slice(1, 2, 9).transpose(0, 2); },
+         }) {
+      Tensor vc = pick(in_c), vg = pick(in_g);
+      Tensor ref = cpu_empty(vc.sizes(), dt), out = gpu_poisoned(vg.sizes(), dt);
+      cpu_be().unary(UnaryOp::Copy, ref, vc, 0);
+      gpu_be().unary(UnaryOp::Copy, out, vg, 0);
+      EXPECT_EQ(values(out), cpu_values(ref)) << dtype_name(dt) << " " << shape_str(vc.sizes());
+    }
+    // rotary's form: one half of the head dim times a (S, D/2) table broadcast over B, H
+    Tensor tab_c = cpu_rand({10, 32}, dt), tab_g = to_gpu(tab_c);
+    const Shape half{3, 4, 10, 32};
+    Tensor a_c = in_c.transpose(1, 2).slice(3, 32, 64), a_g = in_g.transpose(1, 2).slice(3, 32, 64);
+    Tensor ref = cpu_empty(half, dt), out = gpu_poisoned(half, dt);
+    cpu_be().binary(BinaryOp::Mul, ref, a_c, expand_to(tab_c, half), 0);
+    gpu_be().binary(BinaryOp::Mul, out, a_g, expand_to(tab_g, half), 0);
+    EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt)) << dtype_name(dt) << " rotary half";
+  }
 }
 
 TEST_F(EngineCudaOps, FillWritesEveryElementOfAnyView) {
@@ -711,12 +739,12 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 }
 
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
-  // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically.
-  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}})
+  // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically;
+  // 768 columns: the 16-byte path (rows of a multiple of 8 elements).
+  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}, Shape{2, 37, 768}})
     for (DType dt : {DType::Float32, DType::BFloat16}) {
-      const int64_t rows = shape[0] * shape[1];
-      Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt),
-             dy_c = cpu_rand(shape, dt);
+      const int64_t rows = shape[0] * shape[1], C = shape[2];
+      Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({C}, dt), b_c = cpu_rand({C}, dt), dy_c = cpu_rand(shape, dt);
       Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
       Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({rows}, DType::Float32),
              r_c = cpu_empty({rows}, DType::Float32);
@@ -726,8 +754,8 @@ TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
       gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
       EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
       EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
-      Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({100}, dt), db_c = cpu_empty({100}, dt);
-      Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({100}, dt), db_g = gpu_poisoned({100}, dt);
+      Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({C}, dt), db_c = cpu_empty({C}, dt);
+      Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({C}, dt), db_g = gpu_poisoned({C}, dt);
       cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
       gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
       EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
