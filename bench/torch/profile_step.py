@@ -19,6 +19,9 @@ lib.vramlab_bench_transformer_step(len(args), argv)  # warm: kernels load, cuBLA
 # First match wins: the order puts the specific names before the generic ones (PyTorch's
 # copies and activations are elementwise kernels too).
 FAMILIES = [
+    # model upload and the loss read: setup in these profiles (PyTorch's .cuda() of the model
+    # is inside the profiled call), not step time
+    ("host transfers (setup)", ["memcpy htod", "memcpy dtoh"]),
     ("attention", ["flash", "fmha", "attn", "attention", "cudnn"]),
     ("matmul (cuBLAS)", ["gemm", "cutlass", "xmma", "nvjet", "cublas", "splitk", "sm90_", "sm80_"]),
     ("layer norm / RMSNorm", ["layer_norm", "layernorm", "rms_norm", "rmsnorm"]),
