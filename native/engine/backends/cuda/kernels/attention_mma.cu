@@ -16,8 +16,7 @@
 //   forward   block = 128 queries (4 warps x 32 at head dim 64, 8 x 16 at 128), loop over
 //             64-key tiles (K, V double-buffered by cp.async): S = Q K^T, online softmax
 //             in registers, O = O * corr + P V.
-//   dQ        block = 4 warps x 32 queries at head dim 64 (32-key tiles), x 16 at 128
-//             (64-key tiles), loop over key tiles: P = exp(S - lse),
+//   dQ        block = 4 warps x 16 queries, loop over 64-key tiles: P = exp(S - lse),
 //             dS = P (dO V^T - D), dQ += dS K.
 //   dK, dV    block = 4 warps x 32 keys at head dim 64 (x 16 at 128), loop over 32-query
 //             tiles (Q, dO, O double-buffered),
@@ -248,29 +247,6 @@ __device__ __forceinline__ void mma_rs_mt(float (&acc)[MT][N / 8][4], const uint
     }
 }
 
-// acc[mt] (16 x N) += A[mt] (16 x K, rows 16 mt.. of A in shared memory) * B (K x N, shared
-// memory) for MT m-tiles, each B fragment loaded once.
-template <int N, int K, bool kNK, int MT, class T>
-__device__ __forceinline__ void mma_ss_mt(float (&acc)[MT][N / 8][4], const T* A, int lda, const T* B, int ldb) {
-  const int ln = lane_id();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t a[MT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) ldsm_x4(a[mt], A + (16 * mt + (ln & 15)) * lda + kk * 16 + (ln >> 4) * 8);
-#pragma unroll
-    for (int np = 0; np < N / 16; ++np) {
-      uint32_t b[4];
-      load_b<kNK>(b, B, ldb, np, kk);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        mma16816<T>(acc[mt][2 * np], a[mt], b[0], b[1]);
-        mma16816<T>(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
-      }
-    }
-  }
-}
-
 // grid (B * Hq, query tiles), longest (causal) tiles first. The causal mask is top-left
 // aligned (key j seen by query i when j <= i), as the CPU reference's.
 template <class T, int D>
@@ -394,12 +370,9 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
 
 // ---- backward: dQ ---------------------------------------------------------------------------
 
-// kMT 16-query m-tiles per warp: head dim 64 runs 4 warps x 32 queries over 32-key tiles,
-// each K and V fragment feeding both m-tiles; 128 keeps 16 queries a warp, 64-key tiles.
 template <class T, int D>
 struct Dq {
-  static constexpr int kMT = D == 64 ? 2 : 1, kWarps = 4, kThreads = 32 * kWarps, BR = 16 * kMT * kWarps,
-                       BC = D == 64 ? 32 : 64, LD = D + 8;
+  static constexpr int kWarps = 4, kThreads = 32 * kWarps, BR = 16 * kWarps, BC = 64, LD = D + 8;
   static constexpr size_t tr = sizeof(T) * BR * LD, tc = sizeof(T) * BC * LD;  // tile bytes
   // Q, dO, then K and V of stage 0, K and V of stage 1
   static constexpr size_t q = 0, g = tr, kv = 2 * tr, bytes = kv + 4 * tc;
@@ -438,10 +411,10 @@ __device__ __forceinline__ void warp_row_stats(float (&dd)[2], float (&ll)[2], c
 // grid (B * Hq, query tiles). P = exp(S * scale - lse), dS = P (dP - D) * scale with
 // dP = dO V^T, dQ = dS K.
 template <class T, int D>
-__global__ void __launch_bounds__(Dq<T, D>::kThreads, 2)
+__global__ void __launch_bounds__(Dq<T, D>::kThreads, D == 64 ? 3 : 2)
     attn_bwd_dq_mma(View4 dq, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse, bool causal, float scale) {
   using C = Dq<T, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads, MT = C::kMT;
+  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads;
   extern __shared__ __align__(128) unsigned char smem[];
   T* Qs = reinterpret_cast<T*>(smem + C::q);
   T* Gs = reinterpret_cast<T*>(smem + C::g);
@@ -452,7 +425,7 @@ __global__ void __launch_bounds__(Dq<T, D>::kThreads, 2)
   const int64_t b = blockIdx.x / Hq, h = blockIdx.x % Hq, hk = h / (Hq / k.size[1]);
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * BR;
   const int w = int(threadIdx.x >> 5), ln = lane_id(), g = ln >> 2, tq = ln & 3;
-  const int64_t row_w = q0 + 16 * MT * w;  // this warp's first query; m-tile mt starts 16 mt later
+  const int64_t row_w = q0 + 16 * w;
   const int64_t kend = causal ? (q0 + BR < Sk ? q0 + BR : Sk) : Sk;
   const int ntiles = int((kend + BC - 1) / BC);
   const float sl2 = scale * kLog2e;
@@ -462,16 +435,12 @@ __global__ void __launch_bounds__(Dq<T, D>::kThreads, 2)
   load_tile<T, BC, D, NT>(Ks(0), k, b, hk, 0, Sk);
   load_tile<T, BC, D, NT>(Vs(0), v, b, hk, 0, Sk);
   cp_async_commit();
-  const T* Qw = Qs + 16 * MT * w * LD;
-  const T* Gw = Gs + 16 * MT * w * LD;
+  const T* Qw = Qs + 16 * w * LD;
+  const T* Gw = Gs + 16 * w * LD;
 
-  float acc[MT][D / 8][4];
-  float dd[MT][2], ll[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    zero(acc[mt]);
-    dd[mt][0] = dd[mt][1] = ll[mt][0] = ll[mt][1] = 0.f;
-  }
+  float acc[D / 8][4];
+  zero(acc);
+  float dd[2] = {0.f, 0.f}, ll[2] = {0.f, 0.f};
 
   for (int t = 0; t < ntiles; ++t) {
     const int st = t & 1;
@@ -485,43 +454,32 @@ __global__ void __launch_bounds__(Dq<T, D>::kThreads, 2)
       cp_async_wait<0>();
     }
     __syncthreads();
-    if (t == 0)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        warp_row_stats<T, D>(dd[mt], ll[mt], Gw + 16 * mt * LD, LD, out, lse, b, h, row_w + 16 * mt, Sq);
+    if (t == 0) warp_row_stats<T, D>(dd, ll, Gw, LD, out, lse, b, h, row_w, Sq);
 
-    float s[MT][BC / 8][4], dp[MT][BC / 8][4];
+    float s[BC / 8][4], dp[BC / 8][4];
+    zero(s);
+    zero(dp);
+    mma_ss<BC, D, true>(s, Qw, LD, Ks(st), LD);   // S = Q K^T
+    mma_ss<BC, D, true>(dp, Gw, LD, Vs(st), LD);  // dP = dO V^T
+    const bool mask = k0 + BC > Sk || (causal && k0 + BC - 1 > row_w);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      zero(s[mt]);
-      zero(dp[mt]);
-    }
-    mma_ss_mt<BC, D, true, MT>(s, Qw, LD, Ks(st), LD);   // S = Q K^T
-    mma_ss_mt<BC, D, true, MT>(dp, Gw, LD, Vs(st), LD);  // dP = dO V^T
-    uint32_t dsa[MT][BC / 16][4];
+    for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int64_t row_m = row_w + 16 * mt;
-      const bool mask = k0 + BC > Sk || (causal && k0 + BC - 1 > row_m);
-#pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = e >> 1;
-          float p = exp2f(s[mt][nt][e] * sl2 - ll[mt][r]);
-          if (mask) {
-            const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_m + g + 8 * r;
-            if (j >= Sk || (causal && j > i)) p = 0.f;
-          }
-          s[mt][nt][e] = p * (dp[mt][nt][e] - dd[mt][r]) * scale;  // dS
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        float p = exp2f(s[nt][e] * sl2 - ll[r]);
+        if (mask) {
+          const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_w + g + 8 * r;
+          if (j >= Sk || (causal && j > i)) p = 0.f;
         }
-      c_to_a<BC, T>(dsa[mt], s[mt]);
-    }
-    mma_rs_mt<D, BC, false, MT>(acc, dsa, Ks(st), LD);  // dQ += dS K
+        s[nt][e] = p * (dp[nt][e] - dd[r]) * scale;  // dS
+      }
+    uint32_t dsa[BC / 16][4];
+    c_to_a<BC, T>(dsa, s);
+    mma_rs<D, BC, false>(acc, dsa, Ks(st), LD);  // dQ += dS K
     __syncthreads();
   }
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) store_acc<T, D>(dq, b, h, row_w + 16 * mt, Sq, acc[mt], 1.f, 1.f);
+  store_acc<T, D>(dq, b, h, row_w, Sq, acc, 1.f, 1.f);
 }
 
 // ---- backward: dK, dV -------------------------------------------------------------------------
@@ -537,6 +495,29 @@ struct Dkv {
   static constexpr size_t k = 0, v = tc, stage = 2 * tc, stage_bytes = 3 * tr, stats = stage + 2 * stage_bytes,
                           bytes = stats + 2 * sizeof(float) * BR;
 };
+
+// acc[mt] (16 x N) += A[mt] (16 x K, rows 16 mt.. of A in shared memory) * B (K x N, shared
+// memory) for MT m-tiles, each B fragment loaded once.
+template <int N, int K, bool kNK, int MT, class T>
+__device__ __forceinline__ void mma_ss_mt(float (&acc)[MT][N / 8][4], const T* A, int lda, const T* B, int ldb) {
+  const int ln = lane_id();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) ldsm_x4(a[mt], A + (16 * mt + (ln & 15)) * lda + kk * 16 + (ln >> 4) * 8);
+#pragma unroll
+    for (int np = 0; np < N / 16; ++np) {
+      uint32_t b[4];
+      load_b<kNK>(b, B, ldb, np, kk);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma16816<T>(acc[mt][2 * np], a[mt], b[0], b[1]);
+        mma16816<T>(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+      }
+    }
+  }
+}
 
 // grid (B * Hk, key tiles); the loop runs over the Hq / Hk query heads of this key head
 // and their query tiles.
