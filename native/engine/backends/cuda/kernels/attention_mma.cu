@@ -18,8 +18,7 @@
 //             in registers, O = O * corr + P V.
 //   dQ        block = 4 warps x 16 queries, loop over 64-key tiles: P = exp(S - lse),
 //             dS = P (dO V^T - D), dQ += dS K.
-//   dK, dV    block = 4 warps x 32 keys at head dim 64 (x 16 at 128), loop over 32-query
-//             tiles (Q, dO, O double-buffered),
+//   dK, dV    block = 4 warps x 16 keys, loop over query tiles (Q, dO, O double-buffered),
 //             transposed so a warp owns rows (keys): P^T = exp(K Q^T - lse), dV += P^T dO,
 //             dS^T = P^T (V dO^T - D), dK += dS^T Q. With grouped-query attention the loop
 //             runs over every query head of the key head's group, so dK and dV come out
@@ -484,49 +483,23 @@ __global__ void __launch_bounds__(Dq<T, D>::kThreads, D == 64 ? 3 : 2)
 
 // ---- backward: dK, dV -------------------------------------------------------------------------
 
-// kMT 16-key m-tiles per warp, as the forward's: head dim 64 runs 4 warps x 32 keys over
-// 32-query steps, each Q and dO fragment feeding both m-tiles; 128 keeps 16 keys a warp.
 template <class T, int D>
 struct Dkv {
-  static constexpr int kMT = D == 64 ? 2 : 1, kWarps = 4, kThreads = 32 * kWarps, BC = 16 * kMT * kWarps, BR = 32,
-                       LD = D + 8;
+  static constexpr int kWarps = 4, kThreads = 32 * kWarps, BC = 16 * kWarps, BR = D == 64 ? 64 : 32, LD = D + 8;
   static constexpr size_t tr = sizeof(T) * BR * LD, tc = sizeof(T) * BC * LD;  // tile bytes
   // K, V, then per stage Q, dO, O; then the query tile's lse and D (floats)
   static constexpr size_t k = 0, v = tc, stage = 2 * tc, stage_bytes = 3 * tr, stats = stage + 2 * stage_bytes,
                           bytes = stats + 2 * sizeof(float) * BR;
 };
 
-// acc[mt] (16 x N) += A[mt] (16 x K, rows 16 mt.. of A in shared memory) * B (K x N, shared
-// memory) for MT m-tiles, each B fragment loaded once.
-template <int N, int K, bool kNK, int MT, class T>
-__device__ __forceinline__ void mma_ss_mt(float (&acc)[MT][N / 8][4], const T* A, int lda, const T* B, int ldb) {
-  const int ln = lane_id();
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t a[MT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) ldsm_x4(a[mt], A + (16 * mt + (ln & 15)) * lda + kk * 16 + (ln >> 4) * 8);
-#pragma unroll
-    for (int np = 0; np < N / 16; ++np) {
-      uint32_t b[4];
-      load_b<kNK>(b, B, ldb, np, kk);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        mma16816<T>(acc[mt][2 * np], a[mt], b[0], b[1]);
-        mma16816<T>(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
-      }
-    }
-  }
-}
-
 // grid (B * Hk, key tiles); the loop runs over the Hq / Hk query heads of this key head
 // and their query tiles.
 template <class T, int D>
-__global__ void __launch_bounds__(Dkv<T, D>::kThreads, 2)
+__global__ void __launch_bounds__(Dkv<T, D>::kThreads, D == 64 ? 3 : 2)
     attn_bwd_dkdv_mma(View4 dk, View4 dv, View4 dout, View4 q, View4 k, View4 v, View4 out, View4 lse, bool causal,
                       float scale) {
   using C = Dkv<T, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads, MT = C::kMT;
+  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads;
   extern __shared__ __align__(128) unsigned char smem[];
   T* Ks = reinterpret_cast<T*>(smem + C::k);
   T* Vs = reinterpret_cast<T*>(smem + C::v);
@@ -540,7 +513,7 @@ __global__ void __launch_bounds__(Dkv<T, D>::kThreads, 2)
   const int64_t b = blockIdx.x / Hk, hk = blockIdx.x % Hk;
   const int64_t k0 = int64_t(blockIdx.y) * BC;
   const int w = int(threadIdx.x >> 5), ln = lane_id(), g = ln >> 2, tq = ln & 3;
-  const int64_t key_w = k0 + 16 * MT * w;  // this warp's first key; m-tile mt starts 16 mt later
+  const int64_t key_w = k0 + 16 * w;
   // Causal: queries before k0 see none of these keys.
   const int64_t i_start = causal ? k0 / BR * BR : 0;
   const int per_head = i_start < Sq ? int((Sq - i_start + BR - 1) / BR) : 0;
@@ -557,15 +530,12 @@ __global__ void __launch_bounds__(Dkv<T, D>::kThreads, 2)
   load_tile<T, BC, D, NT>(Vs, v, b, hk, k0, Sk);
   if (n > 0) issue(0, 0);
   cp_async_commit();
-  const T* Kw = Ks + 16 * MT * w * LD;
-  const T* Vw = Vs + 16 * MT * w * LD;
+  const T* Kw = Ks + 16 * w * LD;
+  const T* Vw = Vs + 16 * w * LD;
 
-  float dka[MT][D / 8][4], dva[MT][D / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    zero(dka[mt]);
-    zero(dva[mt]);
-  }
+  float dka[D / 8][4], dva[D / 8][4];
+  zero(dka);
+  zero(dva);
 
   for (int it = 0; it < n; ++it) {
     const int st = it & 1;
@@ -603,53 +573,46 @@ __global__ void __launch_bounds__(Dkv<T, D>::kThreads, 2)
     }
     __syncthreads();
 
-    float s[MT][BR / 8][4], dp[MT][BR / 8][4];
+    float s[BR / 8][4], dp[BR / 8][4];
+    zero(s);
+    mma_ss<BR, D, true>(s, Kw, LD, Qs(st), LD);  // S^T = K Q^T
+    const bool mask = i0 + BR > Sq || (causal && key_w + 15 > i0);
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) zero(s[mt]);
-    mma_ss_mt<BR, D, true, MT>(s, Kw, LD, Qs(st), LD);  // S^T = K Q^T
-    uint32_t pa[MT][BR / 16][4];
+    for (int nt = 0; nt < BR / 8; ++nt)
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int64_t key_m = key_w + 16 * mt;
-      const bool mask = i0 + BR > Sq || (causal && key_m + 15 > i0);
-#pragma unroll
-      for (int nt = 0; nt < BR / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = nt * 8 + 2 * tq + (e & 1);
-          float p = exp2f(s[mt][nt][e] * sl2 - Ls[c]);
-          if (mask) {
-            const int64_t i = i0 + c, j = key_m + g + 8 * (e >> 1);
-            if (i >= Sq || (causal && j > i)) p = 0.f;
-          }
-          s[mt][nt][e] = p;  // P^T
+      for (int e = 0; e < 4; ++e) {
+        const int c = nt * 8 + 2 * tq + (e & 1);
+        float p = exp2f(s[nt][e] * sl2 - Ls[c]);
+        if (mask) {
+          const int64_t i = i0 + c, j = key_w + g + 8 * (e >> 1);
+          if (i >= Sq || (causal && j > i)) p = 0.f;
         }
-      c_to_a<BR, T>(pa[mt], s[mt]);
+        s[nt][e] = p;  // P^T
+      }
+    {
+      uint32_t pa[BR / 16][4];
+      c_to_a<BR, T>(pa, s);
+      mma_rs<D, BR, false>(dva, pa, Gs(st), LD);  // dV += P^T dO
     }
-    mma_rs_mt<D, BR, false, MT>(dva, pa, Gs(st), LD);  // dV += P^T dO
+    zero(dp);
+    mma_ss<BR, D, true>(dp, Vw, LD, Gs(st), LD);  // dP^T = V dO^T
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) zero(dp[mt]);
-    mma_ss_mt<BR, D, true, MT>(dp, Vw, LD, Gs(st), LD);  // dP^T = V dO^T
+    for (int nt = 0; nt < BR / 8; ++nt)
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < BR / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = nt * 8 + 2 * tq + (e & 1);
-          s[mt][nt][e] = s[mt][nt][e] * (dp[mt][nt][e] - Ds[c]) * scale;  // dS^T
-        }
-      c_to_a<BR, T>(pa[mt], s[mt]);
+      for (int e = 0; e < 4; ++e) {
+        const int c = nt * 8 + 2 * tq + (e & 1);
+        s[nt][e] = s[nt][e] * (dp[nt][e] - Ds[c]) * scale;  // dS^T
+      }
+    {
+      uint32_t dsa[BR / 16][4];
+      c_to_a<BR, T>(dsa, s);
+      mma_rs<D, BR, false>(dka, dsa, Qs(st), LD);  // dK += dS^T Q
     }
-    mma_rs_mt<D, BR, false, MT>(dka, pa, Qs(st), LD);  // dK += dS^T Q
     __syncthreads();
   }
   cp_async_wait<0>();  // n == 0: the K, V loads are still owed
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    store_acc<T, D>(dk, b, hk, key_w + 16 * mt, Sk, dka[mt], 1.f, 1.f);
-    store_acc<T, D>(dv, b, hk, key_w + 16 * mt, Sk, dva[mt], 1.f, 1.f);
-  }
+  store_acc<T, D>(dk, b, hk, key_w, Sk, dka, 1.f, 1.f);
+  store_acc<T, D>(dv, b, hk, key_w, Sk, dva, 1.f, 1.f);
 }
 
 // ---- launches ----------------------------------------------------------------------------------
