@@ -13,9 +13,8 @@
 // softmax computed on the accumulators feeds the next product without leaving the
 // registers (c_to_a): P V in the forward, dS K, P^T dO and dS^T Q in the backward.
 //
-//   forward   block = 128 queries (4 warps x 32 at head dim 64, 8 x 16 at 128), loop over
-//             64-key tiles (K, V double-buffered by cp.async): S = Q K^T, online softmax
-//             in registers, O = O * corr + P V.
+//   forward   block = 8 warps x 16 queries, loop over 64-key tiles (K, V double-buffered
+//             by cp.async): S = Q K^T, online softmax in registers, O = O * corr + P V.
 //   dQ        block = 4 warps x 16 queries, loop over 64-key tiles: P = exp(S - lse),
 //             dS = P (dO V^T - D), dQ += dS K.
 //   dK, dV    block = 4 warps x 16 keys, loop over query tiles (Q, dO, O double-buffered),
@@ -215,36 +214,13 @@ __device__ __forceinline__ void store_acc(const View4& t, int64_t b, int64_t h, 
 
 // ---- forward ------------------------------------------------------------------------------
 
-// kMT 16-row m-tiles per warp: each B fragment (K, V) read from shared memory feeds kMT
-// products. Head dim 64: 4 warps x 32 rows; 128: 8 warps x 16 rows (its O accumulator
-// alone is 64 registers a tile).
 template <class T, int D>
 struct Fwd {
-  static constexpr int kMT = D == 64 ? 2 : 1, kWarps = D == 64 ? 4 : 8, kThreads = 32 * kWarps, BR = 16 * kMT * kWarps,
-                       BC = 64, LD = D + 8;
+  static constexpr int kWarps = 8, kThreads = 32 * kWarps, BR = 16 * kWarps, BC = 64, LD = D + 8;
   static constexpr size_t tr = sizeof(T) * BR * LD, tc = sizeof(T) * BC * LD;  // tile bytes
   // Q, then K and V of stage 0, K and V of stage 1
   static constexpr size_t q = 0, kv = tr, bytes = kv + 4 * tc;
 };
-
-// acc[mt] (16 x N) += A[mt] (16 x K, registers) * B (K x N, shared memory) for MT m-tiles,
-// each B fragment loaded once.
-template <int N, int K, bool kNK, int MT, class T>
-__device__ __forceinline__ void mma_rs_mt(float (&acc)[MT][N / 8][4], const uint32_t (&a)[MT][K / 16][4], const T* B,
-                                          int ldb) {
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)
-#pragma unroll
-    for (int np = 0; np < N / 16; ++np) {
-      uint32_t b[4];
-      load_b<kNK>(b, B, ldb, np, kk);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        mma16816<T>(acc[mt][2 * np], a[mt][kk], b[0], b[1]);
-        mma16816<T>(acc[mt][2 * np + 1], a[mt][kk], b[2], b[3]);
-      }
-    }
-}
 
 // grid (B * Hq, query tiles), longest (causal) tiles first. The causal mask is top-left
 // aligned (key j seen by query i when j <= i), as the CPU reference's.
@@ -252,7 +228,7 @@ template <class T, int D>
 __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
     attn_fwd_mma(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
   using C = Fwd<T, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads, MT = C::kMT;
+  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads;
   extern __shared__ __align__(128) unsigned char smem[];
   T* Qs = reinterpret_cast<T*>(smem + C::q);
   auto Ks = [&](int s) { return reinterpret_cast<T*>(smem + C::kv + (2 * s) * C::tc); };
@@ -262,7 +238,7 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
   const int64_t b = blockIdx.x / Hq, h = blockIdx.x % Hq, hk = h / (Hq / k.size[1]);
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * BR;
   const int w = int(threadIdx.x >> 5), ln = lane_id(), g = ln >> 2, tq = ln & 3;
-  const int64_t row_w = q0 + 16 * MT * w;  // this warp's first query; m-tile mt starts 16 mt later
+  const int64_t row_w = q0 + 16 * w;  // this warp's first query
   const int64_t kend = causal ? (q0 + BR < Sk ? q0 + BR : Sk) : Sk;
   const int ntiles = int((kend + BC - 1) / BC);
   const float sl2 = scale * kLog2e;
@@ -272,13 +248,10 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
   load_tile<T, BC, D, NT>(Vs(0), v, b, hk, 0, Sk);
   cp_async_commit();
 
-  uint32_t qa[MT][D / 16][4];
-  float o[MT][D / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) zero(o[mt]);
-  float m[MT][2], l[MT][2];  // per m-tile, rows g and g + 8 (base 2)
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.f;
+  uint32_t qa[D / 16][4];
+  float o[D / 8][4];
+  zero(o);
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // per row g, g + 8 (base 2)
 
   for (int t = 0; t < ntiles; ++t) {
     const int st = t & 1;
@@ -292,79 +265,68 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
       cp_async_wait<0>();
     }
     __syncthreads();
-    if (t == 0)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) load_a<D>(qa[mt], Qs + 16 * (MT * w + mt) * LD, LD);
+    if (t == 0) load_a<D>(qa, Qs + 16 * w * LD, LD);
 
-    float s[MT][BC / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) zero(s[mt]);
-    mma_rs_mt<BC, D, true, MT>(s, qa, Ks(st), LD);  // S = Q K^T
+    float s[BC / 8][4];
+    zero(s);
+    mma_rs<BC, D, true>(s, qa, Ks(st), LD);  // S = Q K^T
 
-    uint32_t pa[MT][BC / 16][4];
+    const bool mask = k0 + BC > Sk || (causal && k0 + BC - 1 > row_w);
+    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int64_t row_m = row_w + 16 * mt;
-      const bool mask = k0 + BC > Sk || (causal && k0 + BC - 1 > row_m);
-      float mx[2] = {-INFINITY, -INFINITY};
+    for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mt][nt][e] * sl2;
-          if (mask) {
-            const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_m + g + 8 * (e >> 1);
-            if (j >= Sk || (causal && j > i)) x = -INFINITY;
-          }
-          s[mt][nt][e] = x;
-          mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      for (int e = 0; e < 4; ++e) {
+        float x = s[nt][e] * sl2;
+        if (mask) {
+          const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_w + g + 8 * (e >> 1);
+          if (j >= Sk || (causal && j > i)) x = -INFINITY;
         }
-      float corr[2], mb[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float m_new = fmaxf(m[mt][r], mx[r]);
-        mb[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing seen yet stays at 0
-        corr[r] = exp2f(m[mt][r] - mb[r]);
-        m[mt][r] = m_new;
-        l[mt][r] *= corr[r];
+        s[nt][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
       }
-#pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float p = exp2f(s[mt][nt][e] - mb[e >> 1]);
-          s[mt][nt][e] = p;
-          l[mt][e >> 1] += p;  // this lane's part of the row sum; the quad adds up at the end
-        }
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[mt][dt][0] *= corr[0];
-        o[mt][dt][1] *= corr[0];
-        o[mt][dt][2] *= corr[1];
-        o[mt][dt][3] *= corr[1];
-      }
-      c_to_a<BC, T>(pa[mt], s[mt]);
-    }
-    mma_rs_mt<D, BC, false, MT>(o, pa, Vs(st), LD);  // O += P V
-    __syncthreads();                                 // every warp is done with this stage
-  }
-
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    float inv[2];
+    float corr[2], mb[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 1);
-      l[mt][r] += __shfl_xor_sync(0xffffffffu, l[mt][r], 2);
-      inv[r] = 1.f / l[mt][r];
-      const int64_t i = row_w + 16 * mt + g + 8 * r;
-      if (lse.ptr && tq == 0 && i < Sq)
-        store_f(lse.ptr, lse.dtype, row_off(lse, b, h, i), (m[mt][r] + __log2f(l[mt][r])) * kLn2);
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float m_new = fmaxf(m[r], mx[r]);
+      mb[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing seen yet stays at 0
+      corr[r] = exp2f(m[r] - mb[r]);
+      m[r] = m_new;
+      l[r] *= corr[r];
     }
-    store_acc<T, D>(out, b, h, row_w + 16 * mt, Sq, o[mt], inv[0], inv[1]);
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[nt][e] - mb[e >> 1]);
+        s[nt][e] = p;
+        l[e >> 1] += p;  // this lane's part of the row sum; the quad adds up at the end
+      }
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      o[dt][0] *= corr[0];
+      o[dt][1] *= corr[0];
+      o[dt][2] *= corr[1];
+      o[dt][3] *= corr[1];
+    }
+    uint32_t pa[BC / 16][4];
+    c_to_a<BC, T>(pa, s);
+    mma_rs<D, BC, false>(o, pa, Vs(st), LD);  // O += P V
+    __syncthreads();                          // every warp is done with this stage
   }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    inv[r] = 1.f / l[r];
+    const int64_t i = row_w + g + 8 * r;
+    if (lse.ptr && tq == 0 && i < Sq) store_f(lse.ptr, lse.dtype, row_off(lse, b, h, i), (m[r] + __log2f(l[r])) * kLn2);
+  }
+  store_acc<T, D>(out, b, h, row_w, Sq, o, inv[0], inv[1]);
 }
 
 // ---- backward: dQ ---------------------------------------------------------------------------
