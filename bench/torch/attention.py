@@ -2,7 +2,7 @@
 the attention rows of test/gpu/bench.sh: scaled_dot_product_attention restricted to the
 flash backend (SDPBackend.FLASH_ATTENTION), q, k, v as views of one packed (B, S, 3, H, D)
 buffer as the models' qkv projection makes them. ms per forward, and per backward alone
-(autograd.grad on a retained graph), CUDA events, mean of 20 after 3 warm-up calls.
+(autograd.grad on a retained graph), CUDA events, mean of 20 after 10 warm-up calls (3 let the first shape's backward read 6x its later time on H100).
   python3 bench/torch/attention.py B H S D bf16|f16 CAUSAL    -> one JSON line"""
 import json
 import sys
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-def time_ms(f, iters=20, warm=3):
+def time_ms(f, iters=20, warm=10):
     for _ in range(warm):
         f()
     torch.cuda.synchronize()
