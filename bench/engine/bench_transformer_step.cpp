@@ -30,12 +30,16 @@ struct Row {
   const char* name;
   const char* spec;
 };
-// GPT-2 small as in the issue; a Llama-shaped model (GQA, SwiGLU, rotary) of ~0.4B.
+// GPT-2 small as in the issue; a Llama-shaped model (GQA, SwiGLU, rotary) of ~0.4B; a
+// Llama-3-style one (Llama 3.2 1B's shape: 128k vocabulary, 32 query / 8 key heads) on one
+// 4096-token sequence.
 const Row kRows[] = {
     {"gpt2_small_b8_s1024/bf16",
      R"({"model":{"kind":"gpt","vocab":50257,"seq":1024,"dim":768,"depth":12,"heads":12},"batch":8,"optimizer":"adamw","precision":"bf16"})"},
     {"llama_d1024_l8_b4_s1024/bf16",
      R"({"model":{"kind":"llama","vocab":32000,"seq":1024,"dim":1024,"depth":8,"heads":16,"kv_heads":4,"ffn":2816},"batch":4,"optimizer":"adamw","precision":"bf16"})"},
+    {"llama3_d2048_l16_b1_s4096/bf16",
+     R"({"model":{"kind":"llama","vocab":128256,"seq":4096,"dim":2048,"depth":16,"heads":32,"kv_heads":8,"ffn":8192},"batch":1,"optimizer":"adamw","precision":"bf16"})"},
 };
 
 // Wall time on a GPU; on a simulated device its modelled time (the sim computes nothing).

@@ -71,6 +71,8 @@ TRANSFORMERS = {  # the same rows as bench/engine/bench_transformer_step.cpp
     "gpt2_small_b8_s1024/bf16": ({"kind": "gpt", "vocab": 50257, "seq": 1024, "dim": 768, "depth": 12, "heads": 12}, 8),
     "llama_d1024_l8_b4_s1024/bf16": ({"kind": "llama", "vocab": 32000, "seq": 1024, "dim": 1024, "depth": 8,
                                       "heads": 16, "kv_heads": 4, "ffn": 2816}, 4),
+    "llama3_d2048_l16_b1_s4096/bf16": ({"kind": "llama", "vocab": 128256, "seq": 4096, "dim": 2048, "depth": 16,
+                                        "heads": 32, "kv_heads": 8, "ffn": 8192}, 1),
 }
 
 

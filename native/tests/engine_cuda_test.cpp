@@ -388,32 +388,33 @@ const BinaryCase kBinary[] = {{BinaryOp::Add, 0.5, false},
                               {BinaryOp::Maximum, 0, false},
                               {BinaryOp::SiluBackward, 0, false}};
 
+// 128 columns: broadcasts over rows take the 16-byte row-vector path.
 TEST_F(EngineCudaOps, BinaryOpsMatchCpuWithBroadcastingAndMixedDtypes) {
-  const Shape shape{33, 130};
-  for (DType dt : kFloatTypes)
-    for (const auto& c : kBinary) {
-      struct Variant {
-        Shape b_shape;
-        DType a_dt, b_dt;
-        const char* name;
-      } variants[] = {{shape, dt, dt, "same shape"},
-                      {{1, 130}, dt, dt, "row broadcast"},
-                      {{33, 1}, dt, dt, "column broadcast"},
-                      {{}, dt, dt, "scalar broadcast"},
-                      {shape, dt, DType::Float32, "mixed dtypes"}};
-      for (const auto& v : variants) {
-        Tensor a_c = cpu_rand(shape, v.a_dt);
-        Tensor b_c = c.b_positive ? cpu_rand(v.b_shape, v.b_dt, 0.5, 2.5) : cpu_rand(v.b_shape, v.b_dt);
-        Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
-        DType out_dt = v.b_dt == DType::Float32 ? DType::Float32 : dt;
-        Tensor ref = cpu_empty(shape, out_dt);
-        cpu_be().binary(c.op, ref, a_c, expand_to(b_c, shape), c.s);
-        Tensor out = gpu_poisoned(shape, out_dt);
-        gpu_be().binary(c.op, out, a_g, expand_to(b_g, shape), c.s);
-        EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
-            << binary_op_name(c.op) << " " << dtype_name(dt) << " " << v.name;
+  for (Shape shape : {Shape{33, 130}, Shape{12, 128}})
+    for (DType dt : kFloatTypes)
+      for (const auto& c : kBinary) {
+        struct Variant {
+          Shape b_shape;
+          DType a_dt, b_dt;
+          const char* name;
+        } variants[] = {{shape, dt, dt, "same shape"},
+                        {{1, shape[1]}, dt, dt, "row broadcast"},
+                        {{shape[0], 1}, dt, dt, "column broadcast"},
+                        {{}, dt, dt, "scalar broadcast"},
+                        {shape, dt, DType::Float32, "mixed dtypes"}};
+        for (const auto& v : variants) {
+          Tensor a_c = cpu_rand(shape, v.a_dt);
+          Tensor b_c = c.b_positive ? cpu_rand(v.b_shape, v.b_dt, 0.5, 2.5) : cpu_rand(v.b_shape, v.b_dt);
+          Tensor a_g = to_gpu(a_c), b_g = to_gpu(b_c);
+          DType out_dt = v.b_dt == DType::Float32 ? DType::Float32 : dt;
+          Tensor ref = cpu_empty(shape, out_dt);
+          cpu_be().binary(c.op, ref, a_c, expand_to(b_c, shape), c.s);
+          Tensor out = gpu_poisoned(shape, out_dt);
+          gpu_be().binary(c.op, out, a_g, expand_to(b_g, shape), c.s);
+          EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt))
+              << binary_op_name(c.op) << " " << dtype_name(dt) << " " << v.name;
+        }
       }
-    }
 }
 
 TEST_F(EngineCudaOps, TernaryOpsMatchCpuIncludingInPlaceOptimizerForms) {
@@ -478,6 +479,33 @@ TEST_F(EngineCudaOps, CastsAndCopiesAreBitExact) {
   Tensor back = gpu_poisoned({1000}, DType::Float32);
   gpu_be().unary(UnaryOp::Copy, back, i_out, 0);
   EXPECT_EQ(values(back), cpu_values(i_ref));
+}
+
+// Same-dtype copies whose innermost dim is contiguous on both sides go 16 bytes at a
+// time: a (B, S, H, D) buffer seen as (B, H, S, D), a slice of columns, a 3-D gather.
+TEST_F(EngineCudaOps, RowContiguousCopiesMoveWholeRows) {
+  for (DType dt : kFloatTypes) {
+    Tensor in_c = cpu_rand({3, 10, 4, 64}, dt), in_g = to_gpu(in_c);
+    for (Tensor (*pick)(const Tensor&) : {
+             +[](const Tensor& t) { return t.transpose(1, 2); },
+             +[](const Tensor& t) { return t.slice(3, 8, 40); },
+             +[](const Tensor& t) { return t.slice(1, 2, 9).transpose(0, 2); },
+         }) {
+      Tensor vc = pick(in_c), vg = pick(in_g);
+      Tensor ref = cpu_empty(vc.sizes(), dt), out = gpu_poisoned(vg.sizes(), dt);
+      cpu_be().unary(UnaryOp::Copy, ref, vc, 0);
+      gpu_be().unary(UnaryOp::Copy, out, vg, 0);
+      EXPECT_EQ(values(out), cpu_values(ref)) << dtype_name(dt) << " " << shape_str(vc.sizes());
+    }
+    // rotary's form: one half of the head dim times a (S, D/2) table broadcast over B, H
+    Tensor tab_c = cpu_rand({10, 32}, dt), tab_g = to_gpu(tab_c);
+    const Shape half{3, 4, 10, 32};
+    Tensor a_c = in_c.transpose(1, 2).slice(3, 32, 64), a_g = in_g.transpose(1, 2).slice(3, 32, 64);
+    Tensor ref = cpu_empty(half, dt), out = gpu_poisoned(half, dt);
+    cpu_be().binary(BinaryOp::Mul, ref, a_c, expand_to(tab_c, half), 0);
+    gpu_be().binary(BinaryOp::Mul, out, a_g, expand_to(tab_g, half), 0);
+    EXPECT_LE(rel_err(values(out), cpu_values(ref)), tol_for(dt)) << dtype_name(dt) << " rotary half";
+  }
 }
 
 TEST_F(EngineCudaOps, FillWritesEveryElementOfAnyView) {
@@ -711,12 +739,12 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 }
 
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
-  // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically.
-  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}})
+  // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically;
+  // 768 columns: the 16-byte path (rows of a multiple of 8 elements).
+  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}, Shape{2, 37, 768}})
     for (DType dt : {DType::Float32, DType::BFloat16}) {
-      const int64_t rows = shape[0] * shape[1];
-      Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({100}, dt), b_c = cpu_rand({100}, dt),
-             dy_c = cpu_rand(shape, dt);
+      const int64_t rows = shape[0] * shape[1], C = shape[2];
+      Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({C}, dt), b_c = cpu_rand({C}, dt), dy_c = cpu_rand(shape, dt);
       Tensor x_g = to_gpu(x_c), w_g = to_gpu(w_c), b_g = to_gpu(b_c), dy_g = to_gpu(dy_c);
       Tensor y_c = cpu_empty(shape, dt), m_c = cpu_empty({rows}, DType::Float32),
              r_c = cpu_empty({rows}, DType::Float32);
@@ -726,8 +754,8 @@ TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
       gpu_be().layer_norm(y_g, m_g, r_g, x_g, &w_g, &b_g, 1e-5);
       EXPECT_LE(rel_err(values(y_g), cpu_values(y_c)), ttol(dt)) << dtype_name(dt);
       EXPECT_LE(rel_err(values(r_g), cpu_values(r_c)), 1e-4) << dtype_name(dt);
-      Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({100}, dt), db_c = cpu_empty({100}, dt);
-      Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({100}, dt), db_g = gpu_poisoned({100}, dt);
+      Tensor dx_c = cpu_empty(shape, dt), dw_c = cpu_empty({C}, dt), db_c = cpu_empty({C}, dt);
+      Tensor dx_g = gpu_poisoned(shape, dt), dw_g = gpu_poisoned({C}, dt), db_g = gpu_poisoned({C}, dt);
       cpu_be().layer_norm_backward(&dx_c, &dw_c, &db_c, dy_c, x_c, m_c, r_c, &w_c);
       gpu_be().layer_norm_backward(&dx_g, &dw_g, &db_g, dy_g, x_g, m_g, r_g, &w_g);
       EXPECT_LE(rel_err(values(dx_g), cpu_values(dx_c)), ttol(dt)) << dtype_name(dt) << " dx";
@@ -842,6 +870,71 @@ TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
           EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
           EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
         }
+}
+
+// Grouped-query attention on the tensor-core kernels (attention_mma.cu): query head h
+// reads key/value head h / (Hq / Hk), and dK, dV come out summed over each group. The
+// reference is plain multi-head attention on k, v with every head repeated for its group
+// (float64), its dK, dV summed over the group here.
+TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
+  const int64_t B = 2, Hq = 6, Hk = 2, G = Hq / Hk;
+  auto f64 = [&](const Tensor& t) {
+    Tensor c = cpu_empty(t.sizes(), DType::Float64);
+    cpu_be().unary(UnaryOp::Copy, c, t, 0);
+    return c;
+  };
+  for (int64_t D : {int64_t(64), int64_t(128)})
+    for (DType dt : {DType::Float16, DType::BFloat16})
+      for (bool causal : {true, false}) {
+        const int64_t S = 150;
+        const double scale = 1.0 / std::sqrt(double(D));
+        Tensor q_c = cpu_rand({B, Hq, S, D}, dt), k_c = cpu_rand({B, Hk, S, D}, dt), v_c = cpu_rand({B, Hk, S, D}, dt);
+        Tensor go_c = cpu_rand({B, Hq, S, D}, dt);
+        // k, v repeated per group, in float64
+        auto repeat = [&](const Tensor& t) {
+          Tensor r = cpu_empty({B, Hq, S, D}, DType::Float64);
+          for (int64_t h = 0; h < Hq; ++h)
+            cpu_be().unary(UnaryOp::Copy, make_view(r, {B, S, D}, {Hq * S * D, D, 1}, h * S * D),
+                           make_view(t, {B, S, D}, {Hk * S * D, D, 1}, (h / G) * S * D), 0);
+          return r;
+        };
+        Tensor kr = repeat(k_c), vr = repeat(v_c);
+        Tensor o_c = cpu_empty({B, Hq, S, D}, DType::Float64), l_c = cpu_empty({B, Hq, S}, DType::Float64);
+        cpu_be().attention(o_c, &l_c, f64(q_c), kr, vr, causal, scale);
+        Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
+        Tensor o_g = gpu_poisoned({B, Hq, S, D}, dt), l_g = gpu_poisoned({B, Hq, S}, DType::Float32);
+        gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, causal, scale);
+        const std::string what =
+            std::string(dtype_name(dt)) + (causal ? " causal" : " full") + " D=" + std::to_string(D);
+        EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), ttol(dt)) << what << " out";
+        EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+        // the backward from the GPU's forward (out in T, lse in float), the reference on the same values
+        Tensor dq_c = cpu_empty({B, Hq, S, D}, DType::Float64), dkr = cpu_empty({B, Hq, S, D}, DType::Float64),
+               dvr = cpu_empty({B, Hq, S, D}, DType::Float64);
+        Tensor o_back = cpu_empty({B, Hq, S, D}, dt), l_back = cpu_empty({B, Hq, S}, DType::Float32);
+        {
+          ContextGuard g(*gpu_);
+          gpu_be().copy_to_host(o_back.data_ptr(), o_g, o_g.nbytes());
+          gpu_be().copy_to_host(l_back.data_ptr(), l_g, l_g.nbytes());
+        }
+        cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), causal,
+                                    scale);
+        auto group_sum = [&](const Tensor& r) {
+          std::vector<double> acc(size_t(B * Hk * S * D), 0.0);
+          const auto* p = static_cast<const double*>(r.data_ptr());
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t h = 0; h < Hq; ++h)
+              for (int64_t i = 0; i < S * D; ++i)
+                acc[size_t((b * Hk + h / G) * S * D + i)] += p[(b * Hq + h) * S * D + i];
+          return acc;
+        };
+        Tensor dq_g = gpu_poisoned({B, Hq, S, D}, dt), dk_g = gpu_poisoned({B, Hk, S, D}, dt),
+               dv_g = gpu_poisoned({B, Hk, S, D}, dt);
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, causal, scale);
+        EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+        EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+      }
 }
 
 TEST_F(EngineCudaOps, ArangeRotaryTablesAndArgmax) {

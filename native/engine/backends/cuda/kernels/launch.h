@@ -60,6 +60,14 @@ bool launch_attention_tiled(const View4& out, const View4& lse, const View4& q, 
 bool launch_attention_backward_tiled(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
                                      const View4& q, const View4& k, const View4& v, const View4& out, const View4& lse,
                                      bool causal, float scale, cudaStream_t stream);
+// FlashAttention-2 on tensor cores (attention_mma.cu): fp16/bf16, head dims 64 and 128,
+// grouped-query attention (k, v with fewer heads). False, with nothing launched, for what
+// it does not take; launch_attention* try it before the tiled kernels.
+bool launch_attention_mma(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
+                          bool causal, float scale, cudaStream_t stream);
+bool launch_attention_backward_mma(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
+                                   const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
+                                   float scale, cudaStream_t stream);
 void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream);
 // Row r of the tables starts at element r * ld; positions first, first + 1, ...
 void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, int64_t ld, int64_t first,

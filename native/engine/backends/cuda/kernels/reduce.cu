@@ -53,6 +53,9 @@ __device__ __forceinline__ void write_result(const ReduceArgs& a, int64_t o, int
     a.partial[c * a.num_out + o] = v;
 }
 
+__device__ __forceinline__ bool vec8_dtype(int dt) { return dt == kF32 || dt == kF16 || dt == kBF16; }
+__device__ __forceinline__ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
@@ -67,9 +70,21 @@ __global__ void __launch_bounds__(256) reduce_row_block(ReduceArgs a) {
   const int64_t r1 = min(r0 + a.chunk_len, a.num_red);
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   int64_t r = r0 + threadIdx.x;
-  for (; r + 3 * 256 < r1; r += 4 * 256) {
+  if (RedOne && a.red_strides[0] == 1 && vec8_dtype(a.in_dtype) && aligned16(a.in) && (base + r0) % 8 == 0) {
+    // A contiguous run starting on the 16-byte grid: 8 elements per load, then the tail.
+    const int64_t body = r0 + (r1 - r0) / 8 * 8;
+    for (int64_t rv = r0 + 8 * int64_t(threadIdx.x); rv < body; rv += 8 * 256) {
+      float v8[8];
+      load8(a.in, a.in_dtype, base + rv, v8);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) acc[k] += load_f(a.in, a.in_dtype, base + red_offset<RedOne>(a, r + k * 256));
+      for (int k = 0; k < 8; ++k) acc[k & 3] += v8[k];
+    }
+    r = body + threadIdx.x;
+  } else {
+    for (; r + 3 * 256 < r1; r += 4 * 256) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[k] += load_f(a.in, a.in_dtype, base + red_offset<RedOne>(a, r + k * 256));
+    }
   }
   for (; r < r1; r += 256) acc[0] += load_f(a.in, a.in_dtype, base + red_offset<RedOne>(a, r));
   float v = warp_sum((acc[0] + acc[1]) + (acc[2] + acc[3]));
@@ -129,6 +144,53 @@ __global__ void __launch_bounds__(256) reduce_column(ReduceArgs a) {
   }
 }
 
+// The column kernel 8 outputs per thread (one 16-byte load per row): the kept dims'
+// innermost one contiguous in the input with a multiple of 8 outputs, every row start on
+// the 16-byte grid (checked by column_vec8). Same grid and chunks as reduce_column: a
+// block's 32 outputs are 4 lanes x 8, its 64 row lanes go down the chunk's rows.
+template <bool RedOne>
+__global__ void __launch_bounds__(256) reduce_column8(ReduceArgs a) {
+  const int tx = threadIdx.x & 3, ty = threadIdx.x >> 2;
+  const int64_t o = int64_t(blockIdx.x) * 32 + tx * 8;
+  const int64_t c = blockIdx.y;
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  if (o < a.num_out) {
+    const int64_t base = kept_in_offset(a, o);
+    const int64_t r0 = c * a.chunk_len;
+    const int64_t r1 = min(r0 + a.chunk_len, a.num_red);
+    for (int64_t r = r0 + ty; r < r1; r += 64) {
+      float v8[8];
+      load8(a.in, a.in_dtype, base + red_offset<RedOne>(a, r), v8);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) acc[k] += v8[k];
+    }
+  }
+  __shared__ float part[64][33];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) part[ty][tx * 8 + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int64_t oo = int64_t(blockIdx.x) * 32 + threadIdx.x;
+    if (oo < a.num_out) {
+      float v = 0.f;
+      for (int k = 0; k < 64; ++k) v += part[k][threadIdx.x];
+      write_result(a, oo, c, v);
+    }
+  }
+}
+
+bool column_vec8(const ReduceArgs& a) {
+  if (a.in_dtype != kF32 && a.in_dtype != kF16 && a.in_dtype != kBF16) return false;
+  if (reinterpret_cast<uintptr_t>(a.in) % 16 != 0 || a.out_ndim < 1) return false;
+  const int last = a.out_ndim - 1;
+  if (a.out_in_strides[last] != 1 || a.out_sizes[last] % 8 != 0) return false;
+  for (int d = 0; d < last; ++d)
+    if (a.out_in_strides[d] % 8 != 0) return false;
+  for (int d = 0; d < a.red_ndim; ++d)
+    if (a.red_strides[d] % 8 != 0) return false;
+  return true;
+}
+
 __global__ void reduce_finalize(ReduceArgs a) {
   const int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= a.num_out) return;
@@ -148,7 +210,10 @@ void go(const ReduceArgs& a, bool row, cudaStream_t st) {
     }
   } else {
     dim3 grid(unsigned((a.num_out + 31) / 32), unsigned(a.chunks));
-    reduce_column<RedOne><<<grid, 256, 0, st>>>(a);
+    if (column_vec8(a))
+      reduce_column8<RedOne><<<grid, 256, 0, st>>>(a);
+    else
+      reduce_column<RedOne><<<grid, 256, 0, st>>>(a);
   }
 }
 

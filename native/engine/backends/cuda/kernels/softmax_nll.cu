@@ -10,11 +10,6 @@ namespace vramlab::engine::cuda {
 
 namespace {
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, k));
-  return v;
-}
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
@@ -50,26 +45,43 @@ __global__ void __launch_bounds__(256) log_softmax_rows(Mat2 out, Mat2 in) {
   const int lane = threadIdx.x & 31;
   const bool vec = in.s1 == 1 && out.s1 == 1 && in.s0 == out.s0 && vec_dtype(in.dtype) && vec_dtype(out.dtype);
   const int64_t base = row * in.s0;
-  float mx = -INFINITY;
+  // Max and sum of exp in one pass (online softmax): the sum is rescaled whenever the
+  // running max grows, so the row is read twice in all instead of three times.
+  float mx = -INFINITY, s = 0.f;
+  auto add = [&](float m_new, float part) {  // part: sum of exp(v - m_new) of new values
+    if (m_new > mx) {
+      s = (mx == -INFINITY ? 0.f : s * expf(mx - m_new)) + part;
+      mx = m_new;
+    } else if (m_new != -INFINITY) {
+      s += part * expf(m_new - mx);
+    }
+  };
   walk_row(
-      base, in.cols, lane, vec, [&](int64_t c) { mx = fmaxf(mx, at(in, row, c)); },
+      base, in.cols, lane, vec,
+      [&](int64_t c) {
+        const float v = at(in, row, c);
+        add(v, v == -INFINITY ? 0.f : 1.f);
+      },
       [&](int64_t c) {
         float v[8];
         load8(in.ptr, in.dtype, base + c, v);
+        float m8 = v[0];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) mx = fmaxf(mx, v[k]);
-      });
-  mx = warp_max(mx);
-  float s = 0.f;
-  walk_row(
-      base, in.cols, lane, vec, [&](int64_t c) { s += expf(at(in, row, c) - mx); },
-      [&](int64_t c) {
-        float v[8];
-        load8(in.ptr, in.dtype, base + c, v);
+        for (int k = 1; k < 8; ++k) m8 = fmaxf(m8, v[k]);
+        float p = 0.f;
+        if (m8 != -INFINITY)
 #pragma unroll
-        for (int k = 0; k < 8; ++k) s += expf(v[k] - mx);
+          for (int k = 0; k < 8; ++k) p += expf(v[k] - m8);
+        add(m8, p);
       });
-  s = warp_sum(s);
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, mx, k), s2 = __shfl_xor_sync(0xffffffffu, s, k);
+    add(m2, s2);
+  }
+  // every lane the same figures (the pairwise sums above may round differently per lane)
+  mx = __shfl_sync(0xffffffffu, mx, 0);
+  s = __shfl_sync(0xffffffffu, s, 0);
   const float lse = mx + logf(s);
   walk_row(
       base, in.cols, lane, vec,

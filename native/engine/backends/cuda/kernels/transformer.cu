@@ -3,8 +3,9 @@
 // One warp per row throughout, float accumulation, and no scratch memory: every buffer
 // a kernel touches was allocated by the engine, as PyTorch's kernels would allocate it,
 // so memory readings on cuda:N stay the simulated device's. Speed is not the point here,
-// except for attention: launch_attention* try the tiled kernels of attention_tiled.cu
-// first and fall back to the one-warp-per-row kernels below for what those don't take.
+// except for attention: launch_attention* try the tensor-core kernels of attention_mma.cu
+// (fp16/bf16), then the tiled kernels of attention_tiled.cu, and fall back to the
+// one-warp-per-row kernels below for what those don't take.
 #include <algorithm>
 #include <cfloat>
 #include <type_traits>
@@ -65,22 +66,56 @@ __device__ __forceinline__ float vec_at(Vec v, int64_t i, float absent) {
   return v.ptr ? load_f(v.ptr, v.dtype, i) : absent;
 }
 
+// kVec: every row tensor has contiguous, 16-byte aligned rows of a multiple of 8 float
+// elements (and w, b are aligned): 8 columns per lane step with one 16-byte load per
+// tensor, as in softmax_nll.cu; the scalar path takes any strides and dtypes.
+template <bool kVec>
 __global__ void layer_norm_kernel(Mat2 y, float* mean_out, float* rstd_out, Mat2 x, Vec w, Vec b, float eps) {
   const int64_t row = warp_row();
   if (row >= x.rows) return;
   const int64_t n = x.cols;
-  float s = 0;
-  for (int64_t c = lane(); c < n; c += 32) s += load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1);
-  const float mean = warp_sum(s) / float(n);
-  float q = 0;
-  for (int64_t c = lane(); c < n; c += 32) {
-    const float d = load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean;
-    q += d * d;
-  }
-  const float rstd = rsqrtf(warp_sum(q) / float(n) + eps);
-  for (int64_t c = lane(); c < n; c += 32) {
-    const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean) * rstd;
-    store_f(y.ptr, y.dtype, row * y.s0 + c * y.s1, xh * vec_at(w, c, 1.f) + vec_at(b, c, 0.f));
+  float mean, rstd;
+  if constexpr (kVec) {
+    const int64_t bx = row * x.s0, by = row * y.s0;
+    float s = 0;
+    for (int64_t c = 8 * lane(); c < n; c += 256) {
+      float v[8];
+      load8(x.ptr, x.dtype, bx + c, v);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) s += v[k];
+    }
+    mean = warp_sum(s) / float(n);
+    float q = 0;
+    for (int64_t c = 8 * lane(); c < n; c += 256) {
+      float v[8];
+      load8(x.ptr, x.dtype, bx + c, v);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) q += (v[k] - mean) * (v[k] - mean);
+    }
+    rstd = rsqrtf(warp_sum(q) / float(n) + eps);
+    for (int64_t c = 8 * lane(); c < n; c += 256) {
+      float v[8], wv[8], bv[8];
+      load8(x.ptr, x.dtype, bx + c, v);
+      if (w.ptr) load8(w.ptr, w.dtype, c, wv);
+      if (b.ptr) load8(b.ptr, b.dtype, c, bv);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = (v[k] - mean) * rstd * (w.ptr ? wv[k] : 1.f) + (b.ptr ? bv[k] : 0.f);
+      store8(y.ptr, y.dtype, by + c, v);
+    }
+  } else {
+    float s = 0;
+    for (int64_t c = lane(); c < n; c += 32) s += load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1);
+    mean = warp_sum(s) / float(n);
+    float q = 0;
+    for (int64_t c = lane(); c < n; c += 32) {
+      const float d = load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean;
+      q += d * d;
+    }
+    rstd = rsqrtf(warp_sum(q) / float(n) + eps);
+    for (int64_t c = lane(); c < n; c += 32) {
+      const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mean) * rstd;
+      store_f(y.ptr, y.dtype, row * y.s0 + c * y.s1, xh * vec_at(w, c, 1.f) + vec_at(b, c, 0.f));
+    }
   }
   if (lane() == 0) {
     mean_out[row] = mean;
@@ -89,12 +124,40 @@ __global__ void layer_norm_kernel(Mat2 y, float* mean_out, float* rstd_out, Mat2
 }
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w.
+template <bool kVec>
 __global__ void layer_norm_dx_kernel(Mat2 dx, Mat2 dy, Mat2 x, const float* mean, const float* rstd, Vec w) {
   const int64_t row = warp_row();
   if (row >= x.rows) return;
   const int64_t n = x.cols;
   const float mu = mean[row], rs = rstd[row];
   float sg = 0, sgx = 0;
+  if constexpr (kVec) {
+    const int64_t bx = row * x.s0, bdy = row * dy.s0, bdx = row * dx.s0;
+    for (int64_t c = 8 * lane(); c < n; c += 256) {
+      float g[8], xv[8], wv[8];
+      load8(dy.ptr, dy.dtype, bdy + c, g);
+      load8(x.ptr, x.dtype, bx + c, xv);
+      if (w.ptr) load8(w.ptr, w.dtype, c, wv);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float gk = g[k] * (w.ptr ? wv[k] : 1.f);
+        sg += gk;
+        sgx += gk * (xv[k] - mu) * rs;
+      }
+    }
+    sg = warp_sum(sg) / float(n);
+    sgx = warp_sum(sgx) / float(n);
+    for (int64_t c = 8 * lane(); c < n; c += 256) {
+      float g[8], xv[8], wv[8];
+      load8(dy.ptr, dy.dtype, bdy + c, g);
+      load8(x.ptr, x.dtype, bx + c, xv);
+      if (w.ptr) load8(w.ptr, w.dtype, c, wv);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) g[k] = rs * (g[k] * (w.ptr ? wv[k] : 1.f) - sg - (xv[k] - mu) * rs * sgx);
+      store8(dx.ptr, dx.dtype, bdx + c, g);
+    }
+    return;
+  }
   for (int64_t c = lane(); c < n; c += 32) {
     const float g = load_f(dy.ptr, dy.dtype, row * dy.s0 + c * dy.s1) * vec_at(w, c, 1.f);
     const float xh = (load_f(x.ptr, x.dtype, row * x.s0 + c * x.s1) - mu) * rs;
@@ -337,10 +400,26 @@ void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long
   check_launch("index_add_rows");
 }
 
+namespace {
+// The 16-byte path of the layer norm kernels: contiguous rows of a multiple of 8 float
+// elements starting 16-byte aligned, for every row tensor and the affine vectors.
+bool float_dtype(int32_t dt) { return dt == kF32 || dt == kF16 || dt == kBF16; }
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool rows_vec8(const Mat2& m, int64_t cols) {
+  return !m.ptr ||
+         (m.s1 == 1 && float_dtype(m.dtype) && cols % 8 == 0 && (m.rows <= 1 || m.s0 % 8 == 0) && aligned16(m.ptr));
+}
+bool vec8(Vec v) { return !v.ptr || (float_dtype(v.dtype) && aligned16(v.ptr)); }
+}  // namespace
+
 void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, Vec w, Vec b, float eps,
                        cudaStream_t stream) {
   if (x.rows == 0) return;
-  layer_norm_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(y, mean, rstd, x, w, b, eps);
+  const unsigned blocks = unsigned(blocks_for_rows(x.rows));
+  if (rows_vec8(x, x.cols) && rows_vec8(y, x.cols) && vec8(w) && vec8(b))
+    layer_norm_kernel<true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(y, mean, rstd, x, w, b, eps);
+  else
+    layer_norm_kernel<false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(y, mean, rstd, x, w, b, eps);
   check_launch("layer_norm");
 }
 
@@ -348,8 +427,11 @@ void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, 
                                 const float* rstd, Vec w, cudaStream_t stream) {
   if (x.rows == 0) return;
   if (dx.ptr) {
-    layer_norm_dx_kernel<<<unsigned(blocks_for_rows(x.rows)), 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd,
-                                                                                                w);
+    const unsigned blocks = unsigned(blocks_for_rows(x.rows));
+    if (rows_vec8(dx, x.cols) && rows_vec8(dy, x.cols) && rows_vec8(x, x.cols) && vec8(w))
+      layer_norm_dx_kernel<true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd, w);
+    else
+      layer_norm_dx_kernel<false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(dx, dy, x, mean, rstd, w);
     check_launch("layer_norm_backward (dx)");
   }
   if (dw.ptr || db.ptr) {
@@ -391,6 +473,7 @@ void launch_attention(const View4& out, const View4& lse, const View4& q, const 
                       float scale, cudaStream_t stream) {
   const int64_t rows = q.size[0] * q.size[1] * q.size[2];
   if (rows == 0) return;
+  if (k.size[2] > 0 && launch_attention_mma(out, lse, q, k, v, causal, scale, stream)) return;
   if (k.size[2] > 0 && launch_attention_tiled(out, lse, q, k, v, causal, scale, stream)) return;
   with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
     attention_kernel<decltype(pl)::value>
@@ -404,6 +487,7 @@ void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv
                                float scale, cudaStream_t stream) {
   const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
   if (qrows == 0 || krows == 0) return;
+  if (launch_attention_backward_mma(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   if (launch_attention_backward_tiled(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
     constexpr int PL = decltype(pl)::value;
