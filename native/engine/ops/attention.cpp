@@ -92,80 +92,6 @@ SdpaBackend select_backend(const Tensor& q, const Tensor& k, const Tensor& v, bo
       "), which the lab does not model; use a head dim (dim / heads) that is a multiple of 8");
 }
 
-// ---- cuDNN ----
-struct ScaledDotProductCudnnAttentionBackward0 : Node {
-  SavedVariable attn_bias_, key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
-  bool causal = false;
-  double scale = 1;
-  std::string name() const override { return "ScaledDotProductCudnnAttentionBackward0"; }
-  TensorList apply(TensorList& g) override {
-    if (!g[0].defined()) return undefined_grads(3);
-    // Every saved variable unpacked in the generated code's order (under checkpointing the
-    // recomputed tensors then go, in reverse, when apply returns).
-    Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
-    Tensor lse = logsumexp_.unpack(this), out = output_.unpack(this);
-    Tensor offset = philox_offset_.unpack(this), seed = philox_seed_.unpack(this);
-    Tensor dq = empty_like_layout(q, "_cudnn_attention_backward");
-    Tensor dk = empty_like_layout(k, "_cudnn_attention_backward");
-    Tensor dv = empty_like_layout(v, "_cudnn_attention_backward");
-    {
-      // run_cudnn_SDP_bprop asks the cudnn-frontend graph for its workspace: the dQ
-      // accumulator (float) and softmax row sums, 256 B for the engine, and with grouped
-      // heads (enable_gqa) dK and dV at the query's head count in the input dtype, which
-      // the graph sums down to the kv heads (measured on H100, cuDNN 9.19, 130 shapes).
-      const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3);
-      const int64_t Sk = k.size(2), elt = int64_t(q.element_size());
-      const int64_t dk_full = k.size(1) != H ? B * H * Sk * k.size(3) * elt : 0;
-      const int64_t dv_full = v.size(1) != H ? B * H * Sk * v.size(3) * elt : 0;
-      const int64_t bytes = B * H * S * D * 4 + B * H * S * 4 + 256 + dk_full + dv_full;
-      Tensor ws = make_tensor({bytes / 4}, DType::Float32, "cudnn_workspace");
-      be().attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale);
-    }
-    return {dq, dk, dv};
-  }
-  void release_variables() override {
-    attn_bias_.reset_data();
-    key_.reset_data();
-    query_.reset_data();
-    value_.reset_data();
-    logsumexp_.reset_data();
-    output_.reset_data();
-    philox_offset_.reset_data();
-    philox_seed_.reset_data();
-  }
-};
-
-// `bias`: an additive mask (B, 1, L, S), saved for the backward when given.
-Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
-                     const Tensor* bias = nullptr) {
-  auto n = need_lse ? make_node<ScaledDotProductCudnnAttentionBackward0>({&q, &k, &v}) : nullptr;
-  Tensor seed = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
-  Tensor offset = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
-  Tensor out = empty_like_layout(q, "_cudnn_attention_forward");
-  const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
-  Tensor lse = need_lse ? make_tensor({B, H, S, 1}, DType::Float32, "_cudnn_attention_forward") : Tensor();
-  {
-    Tensor ws = make_tensor({64}, DType::Float32, "cudnn_workspace");  // the forward graph's 256 B
-    Tensor lv = need_lse ? lse_view(lse, S) : Tensor();
-    be().attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale);
-  }
-  if (n) {
-    n->causal = causal;
-    n->scale = scale;
-    n->query_ = SavedVariable(q, false);
-    n->key_ = SavedVariable(k, false);
-    n->value_ = SavedVariable(v, false);
-    set_history(out, n);
-    n->output_ = SavedVariable(out, true);
-    n->logsumexp_ = SavedVariable(lse, false);
-    n->philox_seed_ = SavedVariable(seed, false);
-    n->philox_offset_ = SavedVariable(offset, false);
-    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
-  }
-  return out;
-}
-
-// ---- FlashAttention-2 ----
 // Dropout on the data backends: the probability and the counter-based generator's seed
 // (backend.h: attention_dropout), kept by the node as the philox state is.
 struct AttnDropout {
@@ -195,6 +121,84 @@ AttnDropout draw_dropout(double p) {
   return d;
 }
 
+// ---- cuDNN ----
+struct ScaledDotProductCudnnAttentionBackward0 : Node {
+  SavedVariable attn_bias_, key_, query_, value_, logsumexp_, output_, philox_offset_, philox_seed_;
+  bool causal = false;
+  double scale = 1;
+  AttnDropout drop;
+  std::string name() const override { return "ScaledDotProductCudnnAttentionBackward0"; }
+  TensorList apply(TensorList& g) override {
+    if (!g[0].defined()) return undefined_grads(3);
+    // Every saved variable unpacked in the generated code's order (under checkpointing the
+    // recomputed tensors then go, in reverse, when apply returns).
+    Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
+    Tensor lse = logsumexp_.unpack(this), out = output_.unpack(this);
+    Tensor offset = philox_offset_.unpack(this), seed = philox_seed_.unpack(this);
+    Tensor dq = empty_like_layout(q, "_cudnn_attention_backward");
+    Tensor dk = empty_like_layout(k, "_cudnn_attention_backward");
+    Tensor dv = empty_like_layout(v, "_cudnn_attention_backward");
+    {
+      // run_cudnn_SDP_bprop asks the cudnn-frontend graph for its workspace: the dQ
+      // accumulator (float) and softmax row sums, 256 B for the engine, and with grouped
+      // heads (enable_gqa) dK and dV at the query's head count in the input dtype, which
+      // the graph sums down to the kv heads (measured on H100, cuDNN 9.19, 130 shapes).
+      const int64_t B = q.size(0), H = q.size(1), S = q.size(2), D = q.size(3);
+      const int64_t Sk = k.size(2), elt = int64_t(q.element_size());
+      const int64_t dk_full = k.size(1) != H ? B * H * Sk * k.size(3) * elt : 0;
+      const int64_t dv_full = v.size(1) != H ? B * H * Sk * v.size(3) * elt : 0;
+      const int64_t bytes = B * H * S * D * 4 + B * H * S * 4 + 256 + dk_full + dv_full;
+      Tensor ws = make_tensor({bytes / 4}, DType::Float32, "cudnn_workspace");
+      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale, drop);
+    }
+    return {dq, dk, dv};
+  }
+  void release_variables() override {
+    attn_bias_.reset_data();
+    key_.reset_data();
+    query_.reset_data();
+    value_.reset_data();
+    logsumexp_.reset_data();
+    output_.reset_data();
+    philox_offset_.reset_data();
+    philox_seed_.reset_data();
+  }
+};
+
+// `bias`: an additive mask (B, 1, L, S), saved for the backward when given.
+Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, bool need_lse,
+                     const Tensor* bias = nullptr, double dropout_p = 0) {
+  auto n = need_lse ? make_node<ScaledDotProductCudnnAttentionBackward0>({&q, &k, &v}) : nullptr;
+  // (the seed and offset below are cuDNN's with or without dropout; the data backends draw their own)
+  const AttnDropout drop = draw_dropout(dropout_p);
+  Tensor seed = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
+  Tensor offset = make_tensor({}, DType::Int64, "_cudnn_attention_forward");
+  Tensor out = empty_like_layout(q, "_cudnn_attention_forward");
+  const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
+  Tensor lse = need_lse ? make_tensor({B, H, S, 1}, DType::Float32, "_cudnn_attention_forward") : Tensor();
+  {
+    Tensor ws = make_tensor({64}, DType::Float32, "cudnn_workspace");  // the forward graph's 256 B
+    Tensor lv = need_lse ? lse_view(lse, S) : Tensor();
+    run_attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale, drop);
+  }
+  if (n) {
+    n->causal = causal;
+    n->scale = scale;
+    n->drop = drop;
+    n->query_ = SavedVariable(q, false);
+    n->key_ = SavedVariable(k, false);
+    n->value_ = SavedVariable(v, false);
+    set_history(out, n);
+    n->output_ = SavedVariable(out, true);
+    n->logsumexp_ = SavedVariable(lse, false);
+    n->philox_seed_ = SavedVariable(seed, false);
+    n->philox_offset_ = SavedVariable(offset, false);
+    if (bias) n->attn_bias_ = SavedVariable(*bias, false);
+  }
+  return out;
+}
+
+// ---- FlashAttention-2 ----
 struct ScaledDotProductFlashAttentionBackward0 : Node {
   SavedVariable key_, query_, value_, logsumexp_, output_, philox_seed_, philox_offset_;
   bool causal = false;
@@ -472,10 +476,7 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   current_context().last_sdpa_backend = sdpa_backend_name(backend);
   switch (backend) {
     case SdpaBackend::Cudnn:
-      if (dropout_p > 0 && current_context().backend().has_data())
-        throw std::invalid_argument(
-            "scaled_dot_product_attention: dropout on the cuDNN path runs on the simulated device only");
-      return cudnn_forward(q, k, v, is_causal, scale, need_lse);
+      return cudnn_forward(q, k, v, is_causal, scale, need_lse, nullptr, dropout_p);
     case SdpaBackend::Flash:
       return flash_forward(q, k, v, is_causal, scale, need_lse, dropout_p);
     case SdpaBackend::Efficient:

@@ -9,26 +9,18 @@
 
 #include "engine/backends/cuda/kernels/dtype_io.cuh"
 #include "engine/backends/cuda/kernels/launch.h"
+#include "engine/backends/cuda/kernels/warp_rows.cuh"
 #include "engine/backends/philox.h"
 
 namespace vramlab::engine::cuda {
 
 namespace {
 
+using namespace warp_rows;
+
 constexpr int kThreads = 256;
 constexpr int kWarps = 4;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, k));
-  return v;
-}
-__device__ __forceinline__ int lane() { return int(threadIdx.x & 31); }
 __device__ __forceinline__ int64_t warp_row() { return int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5); }
 unsigned blocks(int64_t n, int64_t per) { return unsigned((n + per - 1) / per); }
 __device__ __forceinline__ int64_t thread_id() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -58,39 +50,6 @@ __global__ void dropout_backward_kernel(PointwiseArgs a, const unsigned char* ma
 }
 
 // ---- attention with dropout: one warp per row, as transformer.cu's fallback ----
-
-__device__ __forceinline__ int64_t off4(const View4& t, int64_t b, int64_t h, int64_t s, int64_t d) {
-  return b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d * t.stride[3];
-}
-
-template <int PL>
-__device__ __forceinline__ void load_row(const View4& t, int64_t b, int64_t h, int64_t s, float (&r)[PL]) {
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    r[k] = d < t.size[3] ? load_f(t.ptr, t.dtype, off4(t, b, h, s, d)) : 0.f;
-  }
-}
-
-template <int PL>
-__device__ __forceinline__ float dot_row(const float (&a)[PL], const View4& t, int64_t b, int64_t h, int64_t s) {
-  float p = 0;
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    if (d < t.size[3]) p += a[k] * load_f(t.ptr, t.dtype, off4(t, b, h, s, d));
-  }
-  return warp_sum(p);
-}
-
-template <int PL>
-__device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, int64_t s, const float (&r)[PL]) {
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    if (d < t.size[3]) store_f(t.ptr, t.dtype, off4(t, b, h, s, d), r[k]);
-  }
-}
 
 // The softmax statistics are the undropped ones; kept probabilities scale by 1 / (1 - p).
 template <int PL>

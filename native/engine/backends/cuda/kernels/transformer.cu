@@ -12,22 +12,18 @@
 
 #include "engine/backends/cuda/kernels/dtype_io.cuh"
 #include "engine/backends/cuda/kernels/launch.h"
+#include "engine/backends/cuda/kernels/warp_rows.cuh"
 
 namespace vramlab::engine::cuda {
 
 namespace {
 
+using namespace warp_rows;
+
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMaxHeadDim = 256;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
-  return v;
-}
-
 __device__ __forceinline__ int64_t warp_row() { return int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); }
-__device__ __forceinline__ int lane() { return int(threadIdx.x & 31); }
 int64_t blocks_for_rows(int64_t rows) { return (rows + kWarpsPerBlock - 1) / kWarpsPerBlock; }
 
 // ---- embedding -------------------------------------------------------------------
@@ -212,40 +208,6 @@ __global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const fl
 }
 
 // ---- attention -------------------------------------------------------------------
-
-__device__ __forceinline__ int64_t off4(const View4& t, int64_t b, int64_t h, int64_t s, int64_t d) {
-  return b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d * t.stride[3];
-}
-
-// This lane's elements (d = lane + 32 k) of row s of a (B, H, S, D) view.
-template <int PL>
-__device__ __forceinline__ void load_row(const View4& t, int64_t b, int64_t h, int64_t s, float (&r)[PL]) {
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    r[k] = d < t.size[3] ? load_f(t.ptr, t.dtype, off4(t, b, h, s, d)) : 0.f;
-  }
-}
-
-template <int PL>
-__device__ __forceinline__ float dot_row(const float (&a)[PL], const View4& t, int64_t b, int64_t h, int64_t s) {
-  float p = 0;
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    if (d < t.size[3]) p += a[k] * load_f(t.ptr, t.dtype, off4(t, b, h, s, d));
-  }
-  return warp_sum(p);
-}
-
-template <int PL>
-__device__ __forceinline__ void store_row(const View4& t, int64_t b, int64_t h, int64_t s, const float (&r)[PL]) {
-#pragma unroll
-  for (int k = 0; k < PL; ++k) {
-    const int64_t d = lane() + 32 * k;
-    if (d < t.size[3]) store_f(t.ptr, t.dtype, off4(t, b, h, s, d), r[k]);
-  }
-}
 
 // One warp per query row, online softmax over the keys (the causal mask is top-left
 // aligned, as PyTorch's is_causal: key j is seen by query i when j <= i).
