@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/kernel_views.h"
 #include "engine/backends/cuda/kernels/launch.h"
 #include "engine/backends/cuda/pointwise_args.h"
 
@@ -22,18 +23,6 @@ Mat2 mat2(const Tensor& t, const char* what) {
   m.s0 = t.strides()[0];
   m.s1 = t.strides()[1];
   return m;
-}
-
-View4 view4(const Tensor& t, const char* what) {
-  if (t.dim() != 4 && t.dim() != 3) throw std::invalid_argument(std::string(what) + ": expected (B, H, S, D)");
-  View4 v;
-  v.ptr = t.data_ptr();
-  v.dtype = int32_t(t.dtype());
-  for (int i = 0; i < 4; ++i) {
-    v.size[i] = i < t.dim() ? t.size(i) : 1;
-    v.stride[i] = i < t.dim() ? t.strides()[size_t(i)] : 0;
-  }
-  return v;
 }
 
 long long* int64_data(const Tensor& t, const char* what) {

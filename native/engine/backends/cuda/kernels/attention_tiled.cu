@@ -31,10 +31,13 @@
 
 #include "engine/backends/cuda/kernels/dtype_io.cuh"
 #include "engine/backends/cuda/kernels/launch.h"
+#include "engine/backends/cuda/kernels/tile_launch.cuh"
 
 namespace vramlab::engine::cuda {
 
 namespace {
+
+using namespace tile_launch;
 
 using namespace nvcuda;
 
@@ -559,16 +562,6 @@ void with_type_and_dim(int32_t dtype, int64_t D, F&& f) {
   else
     dim(__nv_bfloat16{});
 }
-
-template <class K>
-void set_smem(K kernel, size_t bytes) {
-  if (bytes > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-    if (e != cudaSuccess) throw std::runtime_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-  }
-}
-
-unsigned tiles(int64_t n, int64_t tile) { return unsigned((n + tile - 1) / tile); }
 
 }  // namespace
 
