@@ -3,6 +3,7 @@
 // gemm. No device synchronisation on the hot path: only item(), all_finite(),
 // synchronize() and host copies wait for the stream.
 #include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/kernel_views.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -92,18 +93,6 @@ double host_value(const uint8_t* p, DType t) {
     }
   }
   return 0;
-}
-
-Mat2 mat(const Tensor& t, const char* what) {
-  if (t.dim() != 2) throw std::invalid_argument(std::string(what) + ": expected a 2-D tensor, got " + t.shape_string());
-  Mat2 m;
-  m.ptr = t.data_ptr();
-  m.dtype = int32_t(t.dtype());
-  m.rows = t.size(0);
-  m.cols = t.size(1);
-  m.s0 = t.strides()[0];
-  m.s1 = t.strides()[1];
-  return m;
 }
 
 constexpr size_t kPinnedBytes = 64;  // [0,16): a value, [16,32): error words, [32,36): flag

@@ -13,18 +13,6 @@ namespace vramlab::engine::cuda {
 
 namespace {
 
-Mat2 mat2(const Tensor& t, const char* what) {
-  if (t.dim() != 2) throw std::invalid_argument(std::string(what) + ": expected a 2-D tensor");
-  Mat2 m;
-  m.ptr = t.data_ptr();
-  m.dtype = int32_t(t.dtype());
-  m.rows = t.size(0);
-  m.cols = t.size(1);
-  m.s0 = t.strides()[0];
-  m.s1 = t.strides()[1];
-  return m;
-}
-
 long long* int64_data(const Tensor& t, const char* what) {
   if (t.dtype() != DType::Int64 || !t.is_contiguous())
     throw std::invalid_argument(std::string(what) + ": expected a contiguous int64 tensor");
@@ -72,20 +60,20 @@ void CudaBackend::attention_dropout_backward(const Tensor& dq, const Tensor& dk,
 
 void CudaBackend::softmax(const Tensor& out, const Tensor& in) {
   use_device();
-  launch_softmax(mat2(out, "softmax"), mat2(in, "softmax"), stream_);
+  launch_softmax(mat(out, "softmax"), mat(in, "softmax"), stream_);
 }
 
 void CudaBackend::softmax_backward(const Tensor& out, const Tensor& grad, const Tensor& y) {
   use_device();
   const char* w = "softmax_backward";
-  launch_softmax_backward(mat2(out, w), mat2(grad, w), mat2(y, w), stream_);
+  launch_softmax_backward(mat(out, w), mat(grad, w), mat(y, w), stream_);
 }
 
 void CudaBackend::topk_rows(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t k) {
   use_device();
   if (indices.dtype() != DType::Int64 || indices.dim() != 2 || indices.strides()[1] != 1)
     throw std::invalid_argument("topk: expected int64 indices with unit column stride");
-  launch_topk(mat2(values, "topk"), static_cast<long long*>(indices.data_ptr()), indices.strides()[0], mat2(in, "topk"),
+  launch_topk(mat(values, "topk"), static_cast<long long*>(indices.data_ptr()), indices.strides()[0], mat(in, "topk"),
               k, stream_);
 }
 
@@ -93,7 +81,7 @@ void CudaBackend::scatter_rows(const Tensor& out, const Tensor& src, const Tenso
   use_device();
   if (indices.dtype() != DType::Int64 || indices.dim() != 2 || indices.strides()[1] != 1)
     throw std::invalid_argument("topk_backward: expected int64 indices with unit column stride");
-  launch_scatter_rows(mat2(out, "topk_backward"), mat2(src, "topk_backward"),
+  launch_scatter_rows(mat(out, "topk_backward"), mat(src, "topk_backward"),
                       static_cast<const long long*>(indices.data_ptr()), indices.strides()[0], stream_);
 }
 
