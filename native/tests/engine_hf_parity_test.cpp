@@ -162,6 +162,28 @@ TEST(engine_hf_parity, Llama3_8bUnderA24GBCapFitsAndRunsOutWherePyTorchDoes) {
   }
 }
 
+// PyTorch's longest length under the same cap, measured length by length (the file's "longest"):
+// 3968 fits while 3720 and 4096 run out, and 4257..4259 fit while 4260..4271 run out. The lab
+// gives the same verdict at every one of them, every reading exact where it fits and the same
+// request where it runs out, so the longest length is 4259 in both.
+TEST(engine_hf_parity, Llama3_8bLongestLengthUnderA24GBCapIsPyTorchs) {
+  const SpecValue& spec = llama3_8b()["runs"].items().at(0)["spec"];
+  for (const SpecValue& c : llama3_8b()["longest"].items()) {
+    const int64_t seq = c["seq"].as_int("seq");
+    SCOPED_TRACE(seq);
+    if (const SpecValue* oom = c.find("oom")) {
+      try {
+        capped(spec, seq, c["cap"].as_int("cap"));
+        ADD_FAILURE() << seq << " tokens fitted under the cap; PyTorch ran out";
+      } catch (const OutOfMemoryError& e) {  // "CUDA out of memory. Tried to allocate X GiB."
+        EXPECT_NE(std::string(e.what()).find(oom->as_string("oom")), std::string::npos) << e.what();
+      }
+    } else {
+      EXPECT_EQ(diffs(c, capped(spec, seq, c["cap"].as_int("cap"))), "");
+    }
+  }
+}
+
 // Our H100 measurements of the mixture-of-experts models (h100_hf_moe.json), every training
 // reading byte for byte: Mixtral at 8192 routed tokens (CUB's radix sort instead of the
 // in-place small sort), fp32 weights without and under bf16 autocast (grouped_mm's mm loop,
