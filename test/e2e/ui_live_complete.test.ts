@@ -7,8 +7,9 @@ import type { MemorySample, RunRecord } from '../../main/contract/runs';
 import { haveChromium } from '../helpers/browser';
 import { openLab, startUi, waitForRun, type UiEnv } from './ui_helpers';
 
-// 20 by default; VRAMLAB_LIVE_RUNS lowers it on a slow machine.
-const RUNS = Number(process.env.VRAMLAB_LIVE_RUNS ?? 20);
+// 8 by default (the lost end showed in 3 of 5 tries: 8 clean runs leave ~1 in 1500 to chance);
+// VRAMLAB_LIVE_RUNS raises or lowers it.
+const RUNS = Number(process.env.VRAMLAB_LIVE_RUNS ?? 8);
 
 describe.skipIf(!haveChromium())('UI: the live chart keeps the whole run', () => {
   let env: UiEnv;
