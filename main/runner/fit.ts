@@ -223,7 +223,7 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
   const poll = setInterval(() => opts.signal?.cancelled && sims.abort(), 100);
   poll.unref?.();
   let allocBound;
-  let exact = true;
+  let exact: boolean;
   try {
     const atBest = fits.find((p) => p.value === bisected);
     const meter = opts.allocatedFor
@@ -246,8 +246,9 @@ export async function runFit(manager: RunManager, base: unknown, opts: FitOption
     });
     exact = meter?.exact() ?? true;
   } catch (err) {
-    if (cancelled() || err instanceof SimCancelled || err instanceof MeterCancelled) throw new FitCancelled();
-    throw new Error(`fit: the allocated bound's run failed: ${(err as Error).message}`);
+    if (cancelled() || err instanceof FitCancelled || err instanceof SimCancelled || err instanceof MeterCancelled)
+      throw new FitCancelled();
+    throw new Error(`fit: the allocated bound's run failed: ${(err as Error).message}`, { cause: err });
   } finally {
     clearInterval(poll);
     opts.abort?.removeEventListener('abort', onAbort);
