@@ -50,7 +50,8 @@ export const runMethods = {
   },
   /** The usual fixes for varying sequence lengths, one run each (main/runner/fixes.ts); resolves when all ran. */
   'fixes.start': { params: z.strictObject({ workId, spec: SpecSchema }) },
-  /** The largest batch (or seq, or new_tokens) that runs without OOM, by bisection; resolves when found. */
+  /** The largest batch (or seq, or new_tokens) that runs without OOM, up to the allocated bound
+   *  (runner/fit.ts), with at most `probes` probes above bisection's answer; resolves when found. */
   'fit.start': {
     params: z.strictObject({
       workId,
@@ -58,6 +59,7 @@ export const runMethods = {
       param: z.enum(FIT_PARAMS).optional(),
       max: z.number().int().min(1).max(LIMITS.batch).optional(),
       maxBatch: z.number().int().min(1).max(LIMITS.batch).optional(),
+      probes: z.number().int().min(0).max(100_000).optional(),
     }),
   },
   /** Stops the caller's sweep, fit or fixes of that workId: no run starts, those running are

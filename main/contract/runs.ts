@@ -311,17 +311,46 @@ export interface FitProbe {
   nccl?: number;
 }
 
+/** One value's allocated peak against what the allocator may reserve for it (fit's bound). */
+export interface FitBoundPoint {
+  value: number;
+  /** Peak allocated bytes (an unbounded run: the same allocations as under any cap). */
+  allocated: number;
+  /** What the allocator may reserve: the cap, or the card less its context and NCCL's buffers. */
+  limit: number;
+}
+
 export interface FitResult {
   fitId: string;
   /** The parameter searched: batch, seq (model.seq) or new_tokens (generation length). */
   param: string;
-  /** Largest value that ran without OOM (0 when the smallest does not fit). */
+  /** The largest value probed that ran without OOM (0 when none did); world: the smallest that fits. */
   value: number;
+  /** What doubling and bisection alone answered (they assume "fits" is monotone); absent for world. */
+  bisected?: number;
+  /** The allocated bound: the largest value whose allocated peak is within the limit, so that
+   *  nothing above it can fit under any fragmentation; null for world. */
+  bound?: number | null;
+  /** The value just above the bound, whose allocated peak is over the limit (null: the bound is
+   *  the largest value tried, max). */
+  boundOver?: FitBoundPoint | null;
+  /** False when the bound was measured on a generic simulated device shifted to the card's
+   *  peak at a value that fit (no larger card allocates as this one): an estimate. */
+  boundExact?: boolean;
+  /** The unbounded runs made for the bound. */
+  boundPoints?: FitBoundPoint[];
+  /** Values above the answer up to the bound that were never probed (the probe budget ran out),
+   *  as inclusive ranges; empty: every value there was probed and runs out. */
+  unexplored?: Array<[number, number]>;
+  /** The finest step at which every value above the answer up to the bound was probed (1: each
+   *  value); null when not even the first pass finished. */
+  stride?: number | null;
   /** Values below the answer probed after the search, since under a cap "fits" need not be
    *  monotone (fragmentation): steps of 1/16 of the answer down to the last fit doubling
    *  reached. Empty for world and when nothing fits. */
   checkedBelow: number[];
-  /** Those of them that ran out of memory: the answer fits, but not every value below it. */
+  /** Every value probed below the answer that ran out of memory: the answer fits, but not
+   *  every value below it. */
   runsOutBelow: number[];
   /** The batch of that run: the answer when fitting the batch (0 when batch 1 does not fit). */
   batch: number;

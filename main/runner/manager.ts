@@ -15,6 +15,7 @@ import { rankVerdicts } from './rank_verdicts';
 import { EventThinner, SampleDecimator } from '../store/decimate';
 import type { CardMemory } from '../contract/card';
 import { cardMemory } from './card_memory';
+import { simulate, simulateUnbounded } from './simulate';
 import type { WorkSlots } from './slots';
 
 export interface RunEvents {
@@ -155,6 +156,29 @@ export class RunManager {
       throw err;
     }
     return { runId, spec, done };
+  }
+
+  /** The spec run to its end without its cap on a simulated device (`device`, or one larger
+   *  than it needs), unstored: what it allocates at most (fit's monotone bound). It holds a
+   *  server-wide slot like a run. */
+  async uncapped(spec: Spec, device: string | null, signal?: AbortSignal): Promise<NativeOutcome> {
+    const release = this.slots ? await this.slots.acquire(signal) : () => {};
+    try {
+      return device === null
+        ? await simulateUnbounded(this.native, spec, signal)
+        : await simulate(this.native, { ...spec, capacity: null }, device, signal);
+    } finally {
+      release();
+    }
+  }
+
+  /** The simulated presets, largest first. */
+  simulatedCards(): Array<{ id: string; total: number }> {
+    return this.native
+      .listDevices()
+      .filter((d) => d.kind === 'sim')
+      .map((d) => ({ id: d.id, total: d.total }))
+      .sort((a, b) => b.total - a.total);
   }
 
   cancel(runId: string): boolean {

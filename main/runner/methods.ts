@@ -217,11 +217,11 @@ export function registerRunMethods(
     const onRow = (row: FixRow, index: number, done: number, total: number) => w.progress({ kind: 'fixes', index, row, done, total });
     return until(w, runFixes(m, spec, { ...w, parallel: opts.parallel, onRow }));
   });
-  host.register('fit.start', async ({ workId, spec, param, max, maxBatch }, { client }) => {
+  host.register('fit.start', async ({ workId, spec, param, max, maxBatch, probes }, { client }) => {
     const m = await manager();
     const w = work(m, client, workId);
     const onProbe = (row: FitProbe, done: number, total: number) => w.progress({ kind: 'fit', row, done, total });
-    return until(w, runFit(m, spec, { param, max: max ?? maxBatch, ...w, parallel: opts.parallel, onProbe }));
+    return until(w, runFit(m, spec, { param, max: max ?? maxBatch, probes, ...w, parallel: opts.parallel, onProbe }));
   });
   host.register('work.cancel', ({ workId }, { client }) => {
     const stop = works.get(`${client.id}\u0000${workId}`);

@@ -1,6 +1,8 @@
-// The app's fit answer says when "fits" is not monotone: a small GPT under a 448 MiB cap fits
-// at 1728 tokens but runs out at 1620 (fragmentation under the cap; the same case as
-// test/unit/fit_not_monotone.test.ts), and Compare's fit over seq names the length that runs out.
+// The app's fit answer says what it knows when "fits" is not monotone: a small GPT under a
+// 448 MiB cap fits at 1728 tokens but runs out at 1620 (fragmentation under the cap; the same
+// case as test/unit/fit_not_monotone.test.ts). Compare's fit over seq answers the longest
+// length probed, what was probed above it up to the allocated bound, and the length below
+// that runs out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveChromium } from '../helpers/browser';
 import { fill, openLab, startUi, type UiEnv } from './ui_helpers';
@@ -33,8 +35,17 @@ describe.skipIf(!haveChromium())('UI: fit under a cap that is not monotone', () 
     const runsOut = (await below.getAttribute('data-runs-out'))!.split(',').map(Number);
     expect(runsOut.length).toBeGreaterThan(0);
     expect(runsOut.every((v) => v > 0 && v < value)).toBe(true);
-    expect((await below.textContent())!.trim()).toMatch(
-      new RegExp(`^fits at ${value}, but not at every length below: ${runsOut[0]}\\b.* out$`),
+    expect((await below.textContent())!.trim()).toMatch(new RegExp(`^${runsOut[0]}\\b.* below ${value} runs? out$`));
+    expect((await page.getByTestId('fit-longest').textContent())!.trim()).toBe(`longest that fits: ${value} (probed)`);
+    const above = page.getByTestId('fit-above');
+    const bound = Number(await above.getAttribute('data-bound'));
+    expect(bound).toBeGreaterThan(value);
+    // The default probe budget does not reach every length up to the bound here: it says how many it left.
+    const unexplored = Number(await above.getAttribute('data-unexplored'));
+    expect((await above.textContent())!.trim()).toMatch(
+      new RegExp(
+        `^above ${value} up to ${bound} \\(allocated bound\\): \\d+ lengths probed.*, each runs out, ${unexplored} not probed \\(`,
+      ),
     );
     expect(errors).toEqual([]);
     await page.close();

@@ -61,7 +61,10 @@ describe('vramlab with transformer specs', () => {
     expect(ok.length).toBeGreaterThan(0);
     expect(no.length).toBeGreaterThan(0);
     expect(f.value).toBe(Math.max(...ok));
-    expect(Math.min(...no)).toBe(f.value + 1);
+    // Under the cap "fits" is not monotone: lengths below the answer may run out (named), and
+    // the next length up runs out or is past the allocated bound.
+    expect(f.runsOutBelow).toEqual(no.filter((v: number) => v < f.value).sort((a: number, b: number) => a - b));
+    expect(no.includes(f.value + 1) || f.bound === f.value).toBe(true);
     expect(f.batch).toBe(4);
     const bad = await cli(['fit', specFile({ batch: 4 }), '--param', 'seq']);
     expect(bad.code).toBe(2);
@@ -81,7 +84,7 @@ describe('vramlab with transformer specs', () => {
     expect(no.length).toBeGreaterThan(0);
     expect(f.value).toBe(Math.max(...ok));
     expect(f.value).toBeGreaterThan(64);
-    expect(Math.min(...no)).toBe(f.value + 1);
+    expect(no.includes(f.value + 1) || f.bound === f.value).toBe(true);
     const sweep = JSON.parse(
       (await cli(['sweep', specFile({ ...gen, capacity: null }), '--param', 'new_tokens', '--values', '16,64', '--json', '-q'])).out,
     );

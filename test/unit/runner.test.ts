@@ -199,9 +199,12 @@ describe('runner (native worker thread, synthetic job)', () => {
       {
         parallel: 1,
         jobFor: (spec) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 }),
+        // What that device's job allocates: over the card above the limit (the allocated bound).
+        allocatedFor: async (spec) => ({ peak_allocated: spec.batch > limit ? Number.MAX_SAFE_INTEGER : 0 }),
       },
     );
     expect(result.batch).toBe(limit);
+    expect([result.bisected, result.bound, result.unexplored]).toEqual([limit, limit, []]);
     const card = manager.card('sim:h100-80gb');
     expect(result.capacity).toBe(card.total);
     expect([result.total, result.context]).toEqual([card.total, card.context]);
@@ -220,7 +223,15 @@ describe('runner (native worker thread, synthetic job)', () => {
 
   it('fit reports 0 when even batch 1 does not fit', async () => {
     const { manager } = await setup();
-    const result = await runFit(manager, { batch: 4 }, { parallel: 1, jobFor: () => synthetic({ steps: 2, oom_at: 0 }) });
+    const result = await runFit(
+      manager,
+      { batch: 4 },
+      {
+        parallel: 1,
+        jobFor: () => synthetic({ steps: 2, oom_at: 0 }),
+        allocatedFor: async () => ({ peak_allocated: Number.MAX_SAFE_INTEGER }),
+      },
+    );
     expect(result.batch).toBe(0);
     expect(result.probes.map((p) => p.batch)).toEqual([4, 2, 1]);
   });
@@ -229,7 +240,8 @@ describe('runner (native worker thread, synthetic job)', () => {
     const { manager } = await setup();
     const limit = 300;
     const jobFor = (spec: { batch: number }) => synthetic({ steps: 3, oom_at: spec.batch > limit ? 1 : -1 });
-    const serial = await runFit(manager, { batch: 16 }, { parallel: 1, jobFor });
+    const allocatedFor = async (spec: { batch: number }) => ({ peak_allocated: spec.batch > limit ? Number.MAX_SAFE_INTEGER : 0 });
+    const serial = await runFit(manager, { batch: 16 }, { parallel: 1, jobFor, allocatedFor });
     const seen: Array<[number, number, number]> = [];
     let running = 0;
     let most = 0;
@@ -239,6 +251,7 @@ describe('runner (native worker thread, synthetic job)', () => {
       {
         parallel: 3,
         jobFor,
+        allocatedFor,
         onRunStarted: (run) => {
           most = Math.max(most, ++running);
           void run.done.then(() => running--);

@@ -4,21 +4,24 @@ import { UsageError, type Command } from '../io';
 import { formatBytes, table } from '../format';
 import { FIT_PARAMS, type FitParam } from '../../contract/sweep_params';
 import { loadSpecFile, openManager, untilInterrupted } from '../support';
-import { FitCancelled, fitLimit, runFit } from '../../runner/fit';
+import { FIT_SEARCH_PROBES, FitCancelled, fitLimit, runFit } from '../../runner/fit';
 import { wholeCard } from '../../contract/card';
-import { notEveryBelow } from '../../contract/fit_words';
+import { fitAnswer } from '../../contract/fit_words';
 
-const USAGE = `usage: vramlab fit SPEC.json [--param ${FIT_PARAMS.join('|')}] [--device ID] [--capacity SIZE] [--max N] [--json]
+const USAGE = `usage: vramlab fit SPEC.json [--param ${FIT_PARAMS.join('|')}] [--device ID] [--capacity SIZE] [--max N] [--probes N] [--json]
 
 Finds the largest value of --param (default batch) SPEC.json runs at without running out
-of memory on its device (or under --capacity), doubling from the spec's value and then
-bisecting: the largest batch, the longest sequence (model.seq, transformers) or the
-longest generation (new_tokens, mode "generate") that fits, for any family and
-fine-tuning method. Under a cap "fits" need not be monotone (fragmentation), so the
-answer is then checked below, in steps of 1/16 of it, and any value there that runs out
-is named beside it (JSON: checkedBelow, runsOutBelow). --param world (data parallel,
-spec.parallel; FSDP2 when the spec has none) finds the smallest number of GPUs that fits
-instead, over 1, 2, 4, 8, ...
+of memory on its device (or under --capacity): the largest batch, the longest sequence
+(model.seq, transformers) or the longest generation (new_tokens, mode "generate") that
+fits, for any family and fine-tuning method. Under a cap "fits" need not be monotone
+(fragmentation: a length can run out while a longer one fits), so after doubling and
+bisecting, fit finds the allocated bound (the largest value whose peak *allocated* bytes,
+which do grow with the value, are within the limit: nothing above it can fit) and probes
+the values between the bisection's answer and that bound, top down, coarse to fine, at
+most --probes of them (default ${FIT_SEARCH_PROBES}); those left unprobed are named (JSON: bound,
+unexplored, stride). Values below the answer that run out are named too (runsOutBelow).
+--param world (data parallel, spec.parallel; FSDP2 when the spec has none) finds the
+smallest number of GPUs that fits instead, over 1, 2, 4, 8, ...
 The whole card counts, as nvidia-smi sees it: PyTorch's reserved memory plus the CUDA
 context and libraries ('vramlab devices' lists each card's), and NCCL's buffers per rank.
 `;
@@ -31,6 +34,7 @@ const fit: Command = async (args, io) => {
       device: { type: 'string' },
       capacity: { type: 'string' },
       max: { type: 'string' },
+      probes: { type: 'string' },
       json: { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
@@ -57,6 +61,9 @@ const fit: Command = async (args, io) => {
   const max = values.max === undefined ? undefined : Number(values.max);
   if (max !== undefined && !(Number.isInteger(max) && max >= 1 && max <= limit))
     throw new UsageError(`--max must be an integer from 1 to ${limit} (got ${values.max})`);
+  const probes = values.probes === undefined ? undefined : Number(values.probes);
+  if (probes !== undefined && !(Number.isInteger(probes) && probes >= 0 && probes <= 100_000))
+    throw new UsageError(`--probes must be an integer from 0 to 100000 (got ${values.probes})`);
   const manager = await openManager();
   let result;
   try {
@@ -64,7 +71,14 @@ const fit: Command = async (args, io) => {
       runFit(manager, input, {
         param,
         max,
+        probes,
         signal,
+        onBound: (b) => {
+          if (!values.quiet)
+            io.err(
+              `bound ${param} ${b.value}: allocated peak ${formatBytes(b.allocated)} ${b.allocated <= b.limit ? 'within' : 'over'} the ${formatBytes(b.limit)} limit\n`,
+            );
+        },
         onRunStarted: (r) => started(r.runId),
         onProbe: (p, done, bound) => {
           if (!values.quiet)
@@ -107,9 +121,10 @@ const fit: Command = async (args, io) => {
     const best = result.probes.find((p) => p.ok && p.value === result.value);
     // NCCL's buffers are on the card beside the context, as in sweep's column and the run's line.
     if (best) io.out(`  ${wholeCard(best.peak_reserved, { ...result, nccl: best.nccl ?? 0 })}\n`);
-    // Under a cap "fits" need not be monotone: what the checks below the answer found.
-    const below = notEveryBelow(result);
-    if (below) io.out(`  ${below}\n`);
+    // Under a cap "fits" need not be monotone: what was probed above the answer and below it.
+    const answer = fitAnswer(result);
+    if (answer) io.out(`  ${answer}\n`);
+    if (result.unexplored?.length) io.out(`  (--probes N probes more of them: ${result.probes.length} probes ran)\n`);
     if (result.context > 0)
       io.out(`  (the CUDA context & libraries, ${formatBytes(result.context)}, are counted: PyTorch does not see them)\n`);
   }
