@@ -178,6 +178,13 @@ class CudaDevice : public Device {
     check(e, "cudaMalloc");
     return reinterpret_cast<uintptr_t>(p);
   }
+  // The libraries' real takes happen outside the range; the layout takes the same
+  // address space at the same moment, so segments land at the simulated device's offsets.
+  void driver_use(DriverUse u, int thread) {
+    if (!placed()) return;
+    std::lock_guard<std::mutex> g(mu_);
+    layout_->driver_use(u, thread);
+  }
   void free(uintptr_t ptr, size_t bytes) override {
     Timer t(busy_ns_);
     set_device();
@@ -366,6 +373,12 @@ std::unique_ptr<Device> cuda_open_device(int ordinal) {
   return std::make_unique<CudaDevice>(ordinal);
 }
 
+bool cuda_driver_use(Device& d, DriverUse u, int thread) {
+  auto* c = dynamic_cast<CudaDevice*>(&d);
+  if (c) c->driver_use(u, thread);
+  return c != nullptr;
+}
+
 }  // namespace vramlab
 
 #else  // !VRAMLAB_HAVE_CUDA
@@ -378,6 +391,7 @@ std::vector<DeviceInfo> cuda_list_devices() { return {}; }
 std::unique_ptr<Device> cuda_open_device(int ordinal) {
   throw std::invalid_argument("no CUDA device cuda:" + std::to_string(ordinal) + " (built without CUDA)");
 }
+bool cuda_driver_use(Device&, DriverUse, int) { return false; }
 }  // namespace vramlab
 
 #endif

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "device/driver_takes.h"
 
 namespace vramlab {
 
@@ -12,5 +13,9 @@ std::vector<DeviceInfo> cuda_list_devices();
 
 // Throws std::invalid_argument when the ordinal does not name a usable GPU.
 std::unique_ptr<Device> cuda_open_device(int ordinal);
+
+// The driver's take at a library's first use (driver_takes.h) on a CUDA device's layout;
+// false when d is not one.
+bool cuda_driver_use(Device& d, DriverUse u, int thread);
 
 }  // namespace vramlab

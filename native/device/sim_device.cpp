@@ -82,9 +82,9 @@ std::string SimDevice::process_memory_report() const {
          " memory in use. ";
 }
 
-uintptr_t SimDevice::take_va(size_t bytes) {
+VaLayout::Occupied SimDevice::occupied() const {
   // New chunks step below segments placed by the caller (scripted or adopted).
-  auto occupied = [this](uintptr_t lo, uintptr_t hi) {
+  return [this](uintptr_t lo, uintptr_t hi) {
     uintptr_t below = hi;
     for (const auto* m : {&allocations_, &reservations_}) {
       auto it = m->lower_bound(hi);
@@ -96,9 +96,17 @@ uintptr_t SimDevice::take_va(size_t bytes) {
     }
     return below;
   };
-  uintptr_t va = layout_.take(bytes, occupied);
+}
+
+uintptr_t SimDevice::take_va(size_t bytes) {
+  uintptr_t va = layout_.take(bytes, occupied());
   if (va == 0) throw std::runtime_error("simulated device ran out of virtual address space");
   return va;
+}
+
+void SimDevice::driver_use(DriverUse u, int thread) {
+  std::lock_guard<std::mutex> g(mu_);
+  layout_.driver_use(u, thread, occupied());
 }
 
 // A scripted address (a replayed snapshot's): anywhere in the span that no live

@@ -46,6 +46,8 @@ class SimDevice : public Device {
   uint64_t busy_ns() const override;
   bool adopt(uintptr_t ptr, size_t bytes) override;
   std::string process_memory_report() const override;
+  // The driver's take at a library's first use (driver_takes.h), placed by the layout.
+  void driver_use(DriverUse u, int thread);
 
   void set_latency_model(const SimLatencyModel& m);
   // Addresses for the next cudaMallocs, in order (e.g. the ones a recorded PyTorch run
@@ -66,7 +68,8 @@ class SimDevice : public Device {
   uint64_t available_locked() const {  // mu_ held
     return total_ - context_ - outside_ - std::min(used_, total_ - context_ - outside_);
   }
-  uintptr_t take_va(size_t bytes);  // first fit, 2 MiB aligned; a new chunk when none fits
+  uintptr_t take_va(size_t bytes);      // first fit, 2 MiB aligned; a new chunk when none fits
+  VaLayout::Occupied occupied() const;  // the ranges the caller placed, for new chunks to step below
   bool take_va_at(uintptr_t va, size_t bytes);
   bool claim_va(uintptr_t va, size_t len);  // no live allocation or reservation may overlap
   void give_va(uintptr_t va, size_t bytes);

@@ -6,8 +6,19 @@
 namespace vramlab {
 
 VaLayout::VaLayout(uintptr_t base, uint64_t span) : base_(base), span_(span) {
-  lowest_ = base_ + span_ - kFirstRegion;
-  free_.emplace(lowest_, kFirstRegion);
+  origin_ = base_ + span_ - kAbove;
+  free_.emplace(origin_, kFirst);
+  free_.emplace(origin_ + kContext, kAbove - kContext);
+  lowest_ = origin_ - kStartup;
+}
+
+void VaLayout::driver_use(DriverUse u, int thread, const Occupied& occupied) {
+  const DriverTake& t = driver_take(u);
+  if (u != DriverUse::FirstKernel) driver_use(DriverUse::FirstKernel, 0, occupied);
+  if (!used_.emplace(int(u), t.per_thread ? thread : -1).second) return;
+  const size_t mib = size_t(1) << 20;
+  for (size_t done = 0; done < t.mib; done += t.piece_mib) (void)take(t.piece_mib * mib, occupied);
+  if (u == DriverUse::FirstReduction) give(origin_ - kStartupHandedOver, kStartupHandedOver);
 }
 
 uintptr_t VaLayout::take(size_t bytes, const Occupied& occupied) {

@@ -9,16 +9,29 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <utility>
+
+#include "device/driver_takes.h"
 
 namespace vramlab {
 
 class VaLayout {
  public:
-  static constexpr size_t kAlign = size_t(2) << 20;          // segments start 2 MiB aligned
-  static constexpr size_t kFirstRegion = size_t(400) << 20;  // the first segments, going up
-  static constexpr size_t kChunk = size_t(32) << 20;         // then chunks below the lowest
+  static constexpr size_t kAlign = size_t(2) << 20;   // segments start 2 MiB aligned
+  static constexpr size_t kChunk = size_t(32) << 20;  // the heap grows downward by whole chunks
+  // A fresh process's heap (h100_va_layout_probe.json "sizes", a bare process): the first
+  // cudaMalloc at the origin, the context's memory above it to +74 MiB, then room to +98;
+  // below the origin a 414 MiB startup range the driver holds, so the first chunk that
+  // anything needs goes below it. The driver hands the startup range's top 404 MiB to the
+  // heap when the first reduction kernel loads (DriverUse::FirstReduction).
+  static constexpr size_t kFirst = size_t(2) << 20;                // [origin, origin + 2 MiB): free
+  static constexpr size_t kContext = size_t(74) << 20;             // [origin + 2, origin + 74): the context's
+  static constexpr size_t kAbove = size_t(98) << 20;               // [origin + 74, origin + 98): free
+  static constexpr size_t kStartup = size_t(414) << 20;            // [origin - 414, origin): held
+  static constexpr size_t kStartupHandedOver = size_t(404) << 20;  // its top, freed later
 
-  // The layout inside [base, base + span): the first region at the top.
+  // The layout inside [base, base + span): the origin 98 MiB below the top.
   VaLayout(uintptr_t base, uint64_t span);
 
   // The lowest start of a range the caller placed itself (a snapshot's adopted or
@@ -33,16 +46,23 @@ class VaLayout {
   void carve(uintptr_t va, size_t bytes);
   // Returns a range to the free ranges, merged with its neighbours.
   void give(uintptr_t va, size_t bytes);
+  // The driver's own take at a library's or kernel family's first use (driver_takes.h):
+  // its pieces placed as take() places segments, once per process or once per thread
+  // (a per-thread use names its thread); the first use of anything is a kernel launch.
+  void driver_use(DriverUse u, int thread = 0, const Occupied& occupied = nullptr);
 
   uintptr_t base() const { return base_; }
+  uintptr_t origin() const { return origin_; }
   uint64_t span() const { return span_; }
   static size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
  private:
   uintptr_t base_;
   uint64_t span_;
-  std::map<uintptr_t, size_t> free_;  // unused ranges in the regions handed out so far
-  uintptr_t lowest_;                  // the lowest region's start; new chunks go below
+  uintptr_t origin_;                    // where a fresh process's first cudaMalloc lands
+  std::map<uintptr_t, size_t> free_;    // unused ranges in the regions handed out so far
+  uintptr_t lowest_;                    // the lowest region's start; new chunks go below
+  std::set<std::pair<int, int>> used_;  // driver uses taken: (use, thread or -1)
 };
 
 }  // namespace vramlab

@@ -86,31 +86,34 @@ TEST(SimDevice, AddressScriptReplaysRecordedAddresses) {
 
 // Segments a seeded replay adopts at their recorded addresses (CachingAllocator::seed)
 // live beside the driver-like layout: they are never handed out again while live, new
-// segments fill the first region around them and new chunks go below the lowest of them,
+// segments fill the free ranges around them and new chunks go below the lowest of them,
 // and a freed adopted range inside the span is reused like any other.
 TEST(SimDevice, AdoptedSegmentsKeepTheirAddressesBesideTheDriverLayout) {
   const size_t MiB = size_t(1) << 20;
-  const uintptr_t first = SimDevice("sim:test", "test", 80ull << 30).malloc(20 * MiB);  // the first region's start
+  const uintptr_t first = SimDevice("sim:test", "test", 80ull << 30).malloc(2 * MiB);  // the layout's origin
   SimDevice d("sim:test", "test", 80ull << 30);
-  const uintptr_t inside = first + 40 * MiB, below = first - 64 * MiB, outside = 0x600000000000ull;
-  EXPECT_TRUE(d.adopt(inside, 20 * MiB));
-  EXPECT_TRUE(d.adopt(below, 30 * MiB));
+  const uintptr_t inside = first + 80 * MiB, below = first - 600 * MiB, outside = 0x600000000000ull;
+  EXPECT_TRUE(d.adopt(inside, 4 * MiB));             // in the free room above the origin
+  EXPECT_TRUE(d.adopt(below, 30 * MiB));             // below the driver's startup range
   EXPECT_TRUE(d.adopt(outside, 10 * MiB));           // outside the simulated span: cannot collide
   EXPECT_FALSE(d.adopt(inside + 2 * MiB, 2 * MiB));  // taken
   EXPECT_FALSE(d.adopt(below - 2 * MiB, 4 * MiB));   // overlaps the one below
-  EXPECT_EQ(d.used_bytes(), 60 * MiB);
-  // The first region fills upward around the adopted segment.
-  EXPECT_EQ(d.malloc(20 * MiB), first);
-  EXPECT_EQ(d.malloc(20 * MiB), first + 20 * MiB);
-  EXPECT_EQ(d.malloc(20 * MiB), first + 60 * MiB);
-  // No room left for 400 MiB up there: a chunk (whole 32 MiB units: 416 MiB) below the
-  // lowest placed segment, used from its start.
+  EXPECT_EQ(d.used_bytes(), 44 * MiB);
+  // The free ranges above the origin fill around the adopted segment.
+  EXPECT_EQ(d.malloc(2 * MiB), first);
+  EXPECT_EQ(d.malloc(4 * MiB), first + 74 * MiB);
+  EXPECT_EQ(d.malloc(2 * MiB), first + 78 * MiB);
+  EXPECT_EQ(d.malloc(4 * MiB), first + 84 * MiB);
+  // No room left for 400 MiB: a chunk (whole 32 MiB units: 416 MiB) below the lowest
+  // placed segment, used from its start.
   EXPECT_EQ(d.malloc(400 * MiB), below - 416 * MiB);
-  // A freed adopted range is free address space like any other (lowest first).
-  d.free(inside, 20 * MiB);
-  EXPECT_EQ(d.malloc(20 * MiB), inside);
+  // A freed adopted range is free address space like any other (lowest first: after the
+  // chunk's 16 MiB tail).
+  d.free(inside, 4 * MiB);
+  EXPECT_EQ(d.malloc(16 * MiB), below - 16 * MiB);
+  EXPECT_EQ(d.malloc(4 * MiB), inside);
   d.free(outside, 10 * MiB);
-  EXPECT_EQ(d.used_bytes(), 510 * MiB);
+  EXPECT_EQ(d.used_bytes(), 462 * MiB);
   for (const auto& [va, bytes] : d.live_allocations())
     for (const auto& [vb, bb] : d.live_allocations())
       if (va < vb) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "engine/backends/backend.h"
+#include "engine/core/driver_use.h"
 #include "engine/core/grad_mode.h"
 
 namespace vramlab::engine {
@@ -129,6 +130,9 @@ void EngineContext::ensure_blas_workspace(bool lt) {
   // (getCUDABlasLtWorkspace) is a separate 1 MiB block per handle and stream.
   auto key = std::make_pair(role, 0);
   if (!workspaces_.count(key)) {
+    // the handle's creation: cuBLAS's kernels once per process, a handle per thread
+    driver_use(DriverUse::CublasCode);
+    driver_use(DriverUse::CublasHandle);
     CategoryScope cs(Category::Workspace);
     ModuleScope ms(0);
     workspaces_[key] = allocate_storage(cublas_workspace_size(), current_tag("cublas_workspace"));
@@ -136,6 +140,7 @@ void EngineContext::ensure_blas_workspace(bool lt) {
   if (lt) {
     auto lkey = std::make_pair(role, 1);
     if (!workspaces_.count(lkey)) {
+      driver_use(DriverUse::CublasLt);
       CategoryScope cs(Category::Workspace);
       ModuleScope ms(0);
       workspaces_[lkey] = allocate_storage(cublaslt_workspace_size(), current_tag("cublaslt_workspace"));

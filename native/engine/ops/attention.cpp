@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "engine/autocast/autocast.h"
+#include "engine/core/driver_use.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/common.h"
 #include "engine/ops/sdpa_math.h"
@@ -148,6 +149,7 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
       const int64_t dk_full = k.size(1) != H ? B * H * Sk * k.size(3) * elt : 0;
       const int64_t dv_full = v.size(1) != H ? B * H * Sk * v.size(3) * elt : 0;
       const int64_t bytes = B * H * S * D * 4 + B * H * S * 4 + 256 + dk_full + dv_full;
+      driver_use(DriverUse::CudnnHandle);  // this thread's handle, before the graph's workspace
       Tensor ws = make_tensor({bytes / 4}, DType::Float32, "cudnn_workspace");
       run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale, drop);
     }
@@ -177,6 +179,8 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
   Tensor lse = need_lse ? make_tensor({B, H, S, 1}, DType::Float32, "_cudnn_attention_forward") : Tensor();
   {
+    driver_use(DriverUse::CudnnHandle);  // this thread's handle, before the graph's workspace
+    if (q.dtype() == DType::Float16) driver_use(DriverUse::CudnnSdpaHalf);
     Tensor ws = make_tensor({64}, DType::Float32, "cudnn_workspace");  // the forward graph's 256 B
     Tensor lv = need_lse ? lse_view(lse, S) : Tensor();
     run_attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale, drop);

@@ -2,6 +2,7 @@
 // (addmm with a 1-D bias goes through cuBLASLt and its 1 MiB workspace too);
 // backward formulas follow mm_mat1_backward / mm_mat2_backward.
 #include "engine/autocast/autocast.h"
+#include "engine/core/driver_use.h"
 #include "engine/ops/common.h"
 
 namespace vramlab::engine {
@@ -102,6 +103,7 @@ void run_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor*
   if (ctx.backend().models_cuda()) {
     Tensor pa = prepare_for_blas(a), pb = prepare_for_blas(b);
     ctx.ensure_blas_workspace(lt);
+    if (!lt && out.dtype() == DType::Float16) driver_use(DriverUse::CublasHalfGemm);  // loaded at launch
     ctx.backend().gemm(out, pa, pb, bias, ctx.allow_tf32);
   } else {
     ctx.backend().gemm(out, a, b, bias, ctx.allow_tf32);

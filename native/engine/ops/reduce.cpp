@@ -1,6 +1,7 @@
 // Reductions. sum's backward is a view (expand) of the incoming gradient; mean's
 // divides that expanded view, which allocates a full-size gradient.
 #include "engine/autocast/autocast.h"
+#include "engine/core/driver_use.h"
 #include "engine/ops/common.h"
 #include "engine/ops/reduce_scratch.h"
 
@@ -79,6 +80,7 @@ Tensor reduce_keepdim(const Tensor& a, const std::vector<int64_t>& dims, DType o
   for (int64_t d : dims) kshape[size_t(d)] = 1;
   Tensor out = make_tensor(kshape, out_dtype, op);
   ReduceScratchScope scratch(out, a);  // Reduce.cuh's staging buffer, if the launch splits
+  driver_use(DriverUse::FirstReduction);
   be().sum_reduce(out, a);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/autocast/autocast.h"
+#include "engine/core/driver_use.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/common.h"
 #include "engine/ops/cub_temp.h"
@@ -152,6 +153,7 @@ void packed_sequence_check(const Tensor& position_ids, int64_t batch) {
     mask = make_tensor({batch, T}, DType::Int64, "cumsum");
     Tensor cast = make_tensor({batch, T}, DType::Int64, "cumsum");
     if (batch == 1) scratch(cub_scan_bytes(T), "cub::DeviceScan::InclusiveScan");
+    driver_use(DriverUse::FirstScan);  // the scan kernel's code, loaded at its launch
     cast.reset();
   }
   {
