@@ -2,6 +2,8 @@
 // to PyTorch's CUDACachingAllocator measured in the same run on the same GPU
 // (raw_alloc + raw_delete, best of 3; bench/allocator/torch_raw_alloc.py --json writes
 // the figures, test/gpu/bench.sh runs both).
+// On a CUDA device each replay row is followed by the driver calls made inside the timed
+// replays (count and wall time a replay): where a segment's device time goes.
 // Run: build/vramlab_bench_allocator [iterations] [torch.json]
 #include <algorithm>
 #include <functional>
@@ -77,7 +79,42 @@ double mixed_ns(std::shared_ptr<Device> dev, int iters) {
   });
 }
 
-double replay_ns(const std::string& device_id, const std::string& fixture, size_t* ops) {
+// Driver calls made inside the timed replays (cuda_call_stats before and after each).
+struct CallsSeen {
+  CudaCallStats sum;
+  int replays = 0;
+  double replay_ns = 0;
+  void add(const CudaCallStats& before, const CudaCallStats& after, double ns) {
+    for (int k = 0; k < static_cast<int>(CudaCall::kCount); ++k) {
+      sum.count[k] += after.count[k] - before.count[k];
+      sum.ns[k] += after.ns[k] - before.ns[k];
+    }
+    ++replays;
+    replay_ns += ns;
+  }
+  // "cuMemCreate 36 x 11.3 us, ..., = X of Y us": means over every timed replay (the row is
+  // the best of 3); empty when the device made no driver calls.
+  std::string line() const {
+    const double replay_us = replay_ns / 1e3 / replays;
+    std::string out;
+    double total_us = 0;
+    char buf[96];
+    for (int k = 0; k < static_cast<int>(CudaCall::kCount); ++k) {
+      if (!sum.count[k]) continue;
+      const double n = double(sum.count[k]) / replays, us = double(sum.ns[k]) / 1e3 / double(sum.count[k]);
+      std::snprintf(buf, sizeof buf, "%s%s %.4g x %.1f us", out.empty() ? "" : ", ", cuda_call_name(CudaCall(k)), n,
+                    us);
+      out += buf;
+      total_us += n * us;
+    }
+    if (out.empty()) return out;
+    std::snprintf(buf, sizeof buf, " = %.0f of %.0f us a replay (means)", total_us, replay_us);
+    return out + buf;
+  }
+};
+
+double replay_ns(const std::string& device_id, const std::string& fixture, const std::string& settings, size_t* ops,
+                 CallsSeen* calls) {
   // An unreadable fixture must fail loudly: an empty trace timed as 0 ops once printed
   // best_of_3's 1e300 as the row's figure.
   const std::string path = std::string(VRAMLAB_SOURCE_DIR) + "/test/fixtures/torch/" + fixture + ".trace.txt";
@@ -93,10 +130,13 @@ double replay_ns(const std::string& device_id, const std::string& fixture, size_
     const int reps = 50;
     for (int r = 0; r < reps; ++r) {
       std::shared_ptr<Device> dev = open_device(device_id);
-      CachingAllocator a(dev);
+      CachingAllocator a(dev, AllocatorSettings::parse(settings));
+      const CudaCallStats before = cuda_call_stats();
       auto t0 = Clock::now();
       replay(a, t.view());
-      total += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+      const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+      calls->add(before, cuda_call_stats(), ns);
+      total += ns;
     }
     return total / reps / static_cast<double>(t.ops.size());
   });
@@ -108,20 +148,29 @@ std::map<std::string, double> torch_ns;
 void table(const std::string& device_id, int iters) {
   std::shared_ptr<Device> dev = open_device(device_id);
   std::printf("\n%s (%s), %d iterations, best of 3\n", device_id.c_str(), dev->info().name.c_str(), iters);
-  std::printf("%-24s %12s %14s %8s\n", "workload", "vramlab ns", "PyTorch ns", "ratio");
+  std::printf("%-32s %12s %14s %8s\n", "workload", "vramlab ns", "PyTorch ns", "ratio");
   auto line = [](const std::string& name, double ns) {
     auto t = torch_ns.find(name);
     if (t != torch_ns.end() && t->second > 0)
-      std::printf("%-24s %12.1f %14.1f %8.2f\n", name.c_str(), ns, t->second, ns / t->second);
+      std::printf("%-32s %12.1f %14.1f %8.2f\n", name.c_str(), ns, t->second, ns / t->second);
     else
-      std::printf("%-24s %12.1f %14s %8s\n", name.c_str(), ns, "-", "-");
+      std::printf("%-32s %12.1f %14s %8s\n", name.c_str(), ns, "-", "-");
   };
   line("pair_512B", pair_ns(dev, 512, iters));
   line("pair_1MiB", pair_ns(dev, 1 << 20, iters));
   line("pair_64MiB", pair_ns(dev, 64 << 20, iters));
   line("mixed_free_plus_alloc", mixed_ns(dev, iters));
-  size_t ops = 0;
-  for (const char* fx : {"mlp_adam", "resnet18_sgd"}) line(std::string("replay_") + fx, replay_ns(device_id, fx, &ops));
+  // The replays again under expandable segments (PyTorch's side sets the same option).
+  for (const char* settings : {"", "expandable_segments:True"}) {
+    for (const char* fx : {"mlp_adam", "resnet18_sgd"}) {
+      size_t ops = 0;
+      CallsSeen calls;
+      const double ns = replay_ns(device_id, fx, settings, &ops, &calls);
+      line(std::string("replay_") + fx + (*settings ? "_expandable" : ""), ns);
+      const std::string seen = calls.line();
+      if (!seen.empty()) std::printf("    device calls a replay: %s\n", seen.c_str());
+    }
+  }
 }
 
 }  // namespace

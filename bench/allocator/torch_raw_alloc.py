@@ -13,6 +13,7 @@ Workloads (identical to bench/allocator/bench_allocator.cpp):
                                       new size, both drawn from the shared 64-bit LCG
   replay_<fixture>                    test/fixtures/torch/<fixture>.trace.txt replayed from an
                                       empty cache, 50 times; ns per operation
+  replay_<fixture>_expandable         the same with expandable_segments:True (set at run time)
 """
 import json
 import os
@@ -142,15 +143,23 @@ def main():
         verbose=False,
     )
     print("torch %s on %s, %d iterations, best of 3 (ns per op)" % (torch.__version__, torch.cuda.get_device_name(), iters))
-    print("%-24s %12s" % ("workload", "PyTorch ns"))
+    print("%-32s %12s" % ("workload", "PyTorch ns"))
     res = {}
     for name, size in (("pair_512B", 512), ("pair_1MiB", 1 << 20), ("pair_64MiB", 64 << 20)):
         res[name] = ext.pair_ns(size, iters)
     res["mixed_free_plus_alloc"] = ext.mixed_ns(iters)
     for fx in ("mlp_adam", "resnet18_sgd"):
         res["replay_" + fx] = ext.replay_ns(*trace_ops(fx))
+    try:
+        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+    except Exception as e:  # an older or newer torch without the run-time switch
+        print("expandable segments not set (%s): no _expandable rows" % e)
+    else:
+        for fx in ("mlp_adam", "resnet18_sgd"):
+            res["replay_" + fx + "_expandable"] = ext.replay_ns(*trace_ops(fx))
+        torch.cuda.memory._set_allocator_settings("expandable_segments:False")
     for name, ns in res.items():
-        print("%-24s %12.1f" % (name, ns))
+        print("%-32s %12.1f" % (name, ns))
     if out:
         json.dump(res, open(out, "w"), indent=1)
 

@@ -15,6 +15,7 @@ ExpandableSegment::ExpandableSegment(Device* device, StreamId stream, size_t seg
 
 ExpandableSegment::~ExpandableSegment() {
   try {
+    if (mapped_size_) device_->synchronize();  // queued kernels may still use the pages
     for (size_t i = 0; i < mapped_.size(); ++i)
       if (mapped_[i]) device_->unmap_pages(ptr_ + i * segment_size_, segment_size_);
     device_->release_address(ptr_, segment_size_ * max_handles_);
@@ -31,19 +32,15 @@ SegmentRange ExpandableSegment::map(SegmentRange range) {
   if (end > max_handles_) throw std::logic_error("expandable map: range beyond the reserved address space");
   if (begin == end) return range_from(begin, end);
   if (mapped_.size() < end) mapped_.resize(end, false);
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i = begin; i < end; ++i)
     if (mapped_[i]) throw std::logic_error("expandable map: page already mapped");
-    if (!device_->map_pages(ptr_ + i * segment_size_, segment_size_)) {
-      // Out of memory: give back what this call mapped, as PyTorch releases its handles.
-      for (size_t j = begin; j < i; ++j) {
-        device_->unmap_pages(ptr_ + j * segment_size_, segment_size_);
-        mapped_[j] = false;
-      }
-      trim();
-      return range_from(begin, begin);
-    }
-    mapped_[i] = true;
+  // All pages or none: out of memory, the device gives back what it took, as PyTorch
+  // releases the handles it created.
+  if (!device_->map_page_run(ptr_ + begin * segment_size_, segment_size_, end - begin)) {
+    trim();
+    return range_from(begin, begin);
   }
+  for (size_t i = begin; i < end; ++i) mapped_[i] = true;
   mapped_size_ += (end - begin) * segment_size_;
   return range_from(begin, end);
 }
@@ -58,7 +55,7 @@ SegmentRange ExpandableSegment::unmap(SegmentRange range) {
 }
 
 void ExpandableSegment::unmap_handles(size_t begin, size_t end) {
-  device_->synchronize();  // unmapping does not wait for queued kernels
+  device_->synchronize();  // once for the run (as PyTorch): unmapping does not wait for queued kernels
   for (size_t i = begin; i < end; ++i) {
     if (i >= mapped_.size() || !mapped_[i]) throw std::logic_error("expandable unmap: page not mapped");
     device_->unmap_pages(ptr_ + i * segment_size_, segment_size_);

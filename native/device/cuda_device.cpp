@@ -14,12 +14,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "device/va_layout.h"
 
@@ -97,6 +101,54 @@ const DriverApi& vmm() {
   return a;
 }
 
+constexpr int kCalls = static_cast<int>(CudaCall::kCount);
+std::atomic<uint64_t> g_call_count[kCalls];
+std::atomic<uint64_t> g_call_ns[kCalls];
+
+// Counts one driver call and its wall time (cuda_call_stats).
+class Call {
+ public:
+  explicit Call(CudaCall c) : i_(static_cast<int>(c)), t0_(std::chrono::steady_clock::now()) {}
+  ~Call() {
+    auto dt = std::chrono::steady_clock::now() - t0_;
+    g_call_count[i_].fetch_add(1, std::memory_order_relaxed);
+    g_call_ns[i_].fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count()),
+                            std::memory_order_relaxed);
+  }
+
+ private:
+  int i_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Address ranges of closed devices, by ordinal and span. Address space only: every page in
+// them was unmapped and released, so they hold no memory; the next device on the card takes
+// one instead of reserving its own (a reservation and its release cost ~15 us a device).
+class RangePool {
+ public:
+  static RangePool& get() {
+    static RangePool* pool = new RangePool;  // never destroyed: ranges live until exit
+    return *pool;
+  }
+  uintptr_t take(int ordinal, uint64_t span) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto [lo, hi] = free_.equal_range({ordinal, span});
+    if (lo == hi) return 0;
+    auto it = std::prev(hi);  // the one given back last (emplace puts equal keys last)
+    uintptr_t va = it->second;
+    free_.erase(it);
+    return va;
+  }
+  void give(int ordinal, uint64_t span, uintptr_t va) {
+    std::lock_guard<std::mutex> g(mu_);
+    free_.emplace(std::make_pair(ordinal, span), va);
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::pair<int, uint64_t>, uintptr_t> free_;
+};
+
 class CudaDevice : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
@@ -143,11 +195,12 @@ class CudaDevice : public Device {
     try {
       synchronize();
       const DriverApi& a = vmm();
+      bool clean = true;
       for (auto& [va, seg] : handles_) {  // segments never freed (a leak upstream): unmap them
-        a.unmap(static_cast<CUdeviceptr>(va), seg.bytes);
+        clean = a.unmap(static_cast<CUdeviceptr>(va), seg.bytes) == CUDA_SUCCESS && clean;
         a.release(seg.handle);
       }
-      a.addr_free(static_cast<CUdeviceptr>(range_), layout_->span());
+      if (clean) RangePool::get().give(ordinal_, layout_->span(), range_);
     } catch (const std::exception&) {
       // the context is going away; nothing to report to
     }
@@ -164,13 +217,17 @@ class CudaDevice : public Device {
         va = layout_->take(bytes);
       }
       if (va == 0) throw std::runtime_error("cudaMalloc: the reserved address range is exhausted");
-      if (map_at(va, VaLayout::align_up(bytes))) return va;
+      if (map_at(va, VaLayout::align_up(bytes), 1)) return va;
       std::lock_guard<std::mutex> g(mu_);
       layout_->give(va, bytes);
       return 0;  // out of memory, like cudaErrorMemoryAllocation
     }
     void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, bytes);
+    cudaError_t e;
+    {
+      Call c(CudaCall::kCudaMalloc);
+      e = cudaMalloc(&p, bytes);
+    }
     if (e == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // forgive, like PyTorch's alloc_block
       return 0;
@@ -195,6 +252,7 @@ class CudaDevice : public Device {
       layout_->give(ptr, bytes);
       return;
     }
+    Call c(CudaCall::kCudaFree);
     check(cudaFree(reinterpret_cast<void*>(ptr)), "cudaFree");
   }
 
@@ -214,18 +272,21 @@ class CudaDevice : public Device {
       return va;
     }
     CUdeviceptr va = 0;
+    Call c(CudaCall::kAddressReserve);
     check_drv(vmm().reserve(&va, bytes, 0, 0, 0), "cuMemAddressReserve");
     return static_cast<uintptr_t>(va);
   }
   bool map_pages(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
-    return map_at(va, bytes);
+    return map_at(va, bytes, 1);
+  }
+  bool map_page_run(uintptr_t va, size_t page, size_t count) override {
+    Timer t(busy_ns_);
+    return map_at(va, page, count);
   }
   void unmap_pages(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
-    // cuMemUnmap does not wait for queued work the way cudaFree does.
-    synchronize();
-    unmap_at(va, bytes);
+    unmap_at(va, bytes);  // the caller waited for queued work (device.h)
   }
   void release_address(uintptr_t va, size_t bytes) override {
     Timer t(busy_ns_);
@@ -234,10 +295,12 @@ class CudaDevice : public Device {
       layout_->give(va, bytes);
       return;
     }
+    Call c(CudaCall::kAddressFree);
     check_drv(vmm().addr_free(static_cast<CUdeviceptr>(va), bytes), "cuMemAddressFree");
   }
   void synchronize() override {
     set_device();
+    Call c(CudaCall::kSynchronize);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   uint64_t busy_ns() const override { return busy_ns_.load(std::memory_order_relaxed); }
@@ -267,33 +330,75 @@ class CudaDevice : public Device {
           VaLayout::kAlign % g != 0)
         return;
       const uint64_t span = VaLayout::align_up(size_t(total_) * 16);
-      CUdeviceptr base = 0;
-      if (a.reserve(&base, span, VaLayout::kAlign, 0, 0) != CUDA_SUCCESS) return;
-      range_ = static_cast<uintptr_t>(base);
+      range_ = RangePool::get().take(ordinal_, span);
+      if (!range_) {
+        CUdeviceptr base = 0;
+        Call c(CudaCall::kAddressReserve);
+        if (a.reserve(&base, span, VaLayout::kAlign, 0, 0) != CUDA_SUCCESS) return;
+        range_ = static_cast<uintptr_t>(base);
+      }
       layout_ = std::make_unique<VaLayout>(range_, span);
     });
     return range_ != 0;
   }
-  // cuMemCreate + cuMemMap + cuMemSetAccess of [va, va + bytes); false when out of memory.
-  bool map_at(uintptr_t va, size_t bytes) {
+  // count physical allocations of page bytes mapped from va, then access set once for the
+  // run: PyTorch's ExpandableSegment::map call for call. (Not a speed-up: on an H100 one
+  // cuMemSetAccess over n mappings takes as long as n calls, ~25 us a mapping, most of a
+  // segment's device time; docs/gpu-runs/2026-11-26-h100-replay.txt.) All or nothing;
+  // false when out of memory.
+  bool map_at(uintptr_t va, size_t page, size_t count) {
     const DriverApi& a = vmm();
     CUmemAllocationProp prop = page_prop();
-    CUmemGenericAllocationHandle h = 0;
-    CUresult r = a.create(&h, bytes, &prop, 0);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
-    check_drv(r, "cuMemCreate");
-    r = a.map(static_cast<CUdeviceptr>(va), bytes, 0, h, 0);
-    if (r != CUDA_SUCCESS) {
-      a.release(h);
-      check_drv(r, "cuMemMap");
+    std::vector<CUmemGenericAllocationHandle> hs;
+    hs.reserve(count);
+    size_t mapped = 0;
+    auto undo = [&] {
+      for (size_t i = 0; i < mapped; ++i) a.unmap(static_cast<CUdeviceptr>(va + i * page), page);
+      for (CUmemGenericAllocationHandle h : hs) a.release(h);
+    };
+    for (size_t i = 0; i < count; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      CUresult r;
+      {
+        Call c(CudaCall::kCreate);
+        r = a.create(&h, page, &prop, 0);
+      }
+      if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        undo();
+        return false;
+      }
+      if (r != CUDA_SUCCESS) {
+        undo();
+        check_drv(r, "cuMemCreate");
+      }
+      hs.push_back(h);
+    }
+    for (; mapped < count; ++mapped) {
+      CUresult r;
+      {
+        Call c(CudaCall::kMap);
+        r = a.map(static_cast<CUdeviceptr>(va + mapped * page), page, 0, hs[mapped], 0);
+      }
+      if (r != CUDA_SUCCESS) {
+        undo();
+        check_drv(r, "cuMemMap");
+      }
     }
     CUmemAccessDesc desc{};
     desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     desc.location.id = ordinal_;
     desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    check_drv(a.set_access(static_cast<CUdeviceptr>(va), bytes, &desc, 1), "cuMemSetAccess");
+    CUresult r;
+    {
+      Call c(CudaCall::kSetAccess);
+      r = a.set_access(static_cast<CUdeviceptr>(va), page * count, &desc, 1);
+    }
+    if (r != CUDA_SUCCESS) {
+      undo();
+      check_drv(r, "cuMemSetAccess");
+    }
     std::lock_guard<std::mutex> g(mu_);
-    handles_[va] = {h, bytes};
+    for (size_t i = 0; i < count; ++i) handles_[va + i * page] = {hs[i], page};
     return true;
   }
   void unmap_at(uintptr_t va, size_t bytes) {
@@ -306,7 +411,11 @@ class CudaDevice : public Device {
       handles_.erase(it);
     }
     const DriverApi& a = vmm();
-    check_drv(a.unmap(static_cast<CUdeviceptr>(va), bytes), "cuMemUnmap");
+    {
+      Call c(CudaCall::kUnmap);
+      check_drv(a.unmap(static_cast<CUdeviceptr>(va), bytes), "cuMemUnmap");
+    }
+    Call c(CudaCall::kRelease);
     check_drv(a.release(h), "cuMemRelease");
   }
 
@@ -361,6 +470,23 @@ std::vector<DeviceInfo> cuda_list_devices() {
   return out;
 }
 
+const char* cuda_call_name(CudaCall call) {
+  static const char* const names[kCalls] = {
+      "cuMemAddressReserve",   "cuMemAddressFree", "cuMemCreate",  "cuMemMap",   "cuMemSetAccess",
+      "cudaDeviceSynchronize", "cuMemUnmap",       "cuMemRelease", "cudaMalloc", "cudaFree"};
+  int i = static_cast<int>(call);
+  return i >= 0 && i < kCalls ? names[i] : "?";
+}
+
+CudaCallStats cuda_call_stats() {
+  CudaCallStats s;
+  for (int i = 0; i < kCalls; ++i) {
+    s.count[i] = g_call_count[i].load(std::memory_order_relaxed);
+    s.ns[i] = g_call_ns[i].load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
 std::unique_ptr<Device> cuda_open_device(int ordinal) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -388,6 +514,8 @@ bool cuda_driver_use(Device& d, DriverUse u, int thread) {
 
 namespace vramlab {
 std::vector<DeviceInfo> cuda_list_devices() { return {}; }
+const char* cuda_call_name(CudaCall) { return "?"; }
+CudaCallStats cuda_call_stats() { return {}; }
 std::unique_ptr<Device> cuda_open_device(int ordinal) {
   throw std::invalid_argument("no CUDA device cuda:" + std::to_string(ordinal) + " (built without CUDA)");
 }

@@ -44,12 +44,24 @@ class Device {
 
   // Virtual memory management (cuMemAddressReserve / cuMemCreate+cuMemMap /
   // cuMemUnmap+cuMemRelease), used by expandable segments. map_pages maps
-  // [va, va+bytes) as one physical allocation; unmap_pages takes exactly such a range.
+  // [va, va+bytes) as one physical allocation; unmap_pages takes exactly such a range
+  // and does not wait for queued work (cuMemUnmap does not): callers synchronize first.
   virtual size_t granularity() const { return size_t(2) << 20; }
   virtual uintptr_t reserve_address(size_t bytes) = 0;
   virtual bool map_pages(uintptr_t va, size_t bytes) = 0;  // false on OOM
   virtual void unmap_pages(uintptr_t va, size_t bytes) = 0;
   virtual void release_address(uintptr_t va, size_t bytes) = 0;
+  // Maps count pages of page bytes from va, each its own physical allocation, all or none
+  // (false on OOM, nothing left mapped): PyTorch's ExpandableSegment::map, which creates
+  // every handle, maps them and sets access once for the run (a real GPU overrides this).
+  virtual bool map_page_run(uintptr_t va, size_t page, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      if (map_pages(va + i * page, page)) continue;
+      while (i--) unmap_pages(va + i * page, page);
+      return false;
+    }
+    return true;
+  }
 
   virtual void synchronize() {}
 

@@ -97,5 +97,54 @@ TEST(AllocatorCuda, FragmentationScenarioUnderACap) {
   }
 }
 
+uint64_t calls(const CudaCallStats& before, CudaCall c) {
+  return cuda_call_stats().count[static_cast<int>(c)] - before.count[static_cast<int>(c)];
+}
+
+// An expandable segment grows with PyTorch's driver calls: a handle per page, each mapped,
+// access set once for the run; every page its own physical allocation, held while mapped
+// and given back to the driver when unmapped.
+TEST(AllocatorCuda, ExpandableGrowthMapsEachPageAndSetsAccessOnce) {
+  REQUIRE_GPU(dev);
+  CachingAllocator a(dev, AllocatorSettings::parse("expandable_segments:True"));
+  const uint64_t free0 = dev->free_memory();
+  const CudaCallStats before = cuda_call_stats();
+  Allocation x = a.malloc(100 * MiB);  // five 20 MiB pages of the large pool
+  EXPECT_EQ(calls(before, CudaCall::kCreate), 5u);
+  EXPECT_EQ(calls(before, CudaCall::kMap), 5u);
+  EXPECT_EQ(calls(before, CudaCall::kSetAccess), 1u);
+  EXPECT_EQ(a.memory_reserved(), 100 * MiB);
+  EXPECT_GE(free0 - dev->free_memory(), 100 * MiB);  // the driver really gave the memory
+  a.free(x);
+  a.empty_cache();
+  EXPECT_EQ(calls(before, CudaCall::kUnmap), 5u);
+  EXPECT_EQ(calls(before, CudaCall::kRelease), 5u);
+  EXPECT_EQ(a.memory_reserved(), 0u);
+  EXPECT_GE(dev->free_memory() + 4 * MiB, free0);  // and has it back
+}
+
+// A closed device's address range is taken by the next device on the card instead of a new
+// reservation; what was mapped in it went back to the driver when the device closed.
+TEST(AllocatorCuda, AClosedDevicesRangeServesTheNextDeviceWithItsMemoryReturned) {
+  REQUIRE_GPU(dev);
+  const uint64_t free0 = dev->free_memory();
+  uintptr_t first = 0;
+  {
+    std::shared_ptr<Device> d(cuda_open_device(0).release());
+    CachingAllocator a(d);
+    first = a.malloc(30 * MiB).ptr;  // still allocated when the allocator and device close
+  }
+  EXPECT_GE(dev->free_memory() + 4 * MiB, free0);
+  const CudaCallStats before = cuda_call_stats();
+  {
+    std::shared_ptr<Device> d(cuda_open_device(0).release());
+    CachingAllocator a(d);
+    EXPECT_EQ(a.malloc(30 * MiB).ptr, first);  // a fresh layout in the same range
+  }
+  EXPECT_EQ(calls(before, CudaCall::kAddressReserve), 0u);
+  EXPECT_EQ(calls(before, CudaCall::kCreate), 1u);
+  EXPECT_EQ(calls(before, CudaCall::kRelease), 1u);
+}
+
 }  // namespace
 }  // namespace vramlab::alloc

@@ -74,6 +74,21 @@ TEST(SimDevice, VirtualMemoryMapping) {
   EXPECT_THROW(d.map_pages(va, page), std::runtime_error);  // no longer reserved
 }
 
+TEST(SimDevice, PageRunMapsEveryPageOrNone) {
+  SimDevice d("sim:test", "test", 100ull << 20);
+  const size_t page = 20ull << 20;
+  uintptr_t va = d.reserve_address(10 * page);
+  EXPECT_TRUE(d.map_page_run(va, page, 3));
+  EXPECT_EQ(d.used_bytes(), 3 * page);
+  // 3 more pages do not fit beside the 3 mapped: none of them stays mapped.
+  EXPECT_FALSE(d.map_page_run(va + 3 * page, page, 3));
+  EXPECT_EQ(d.used_bytes(), 3 * page);
+  EXPECT_TRUE(d.map_page_run(va + 3 * page, page, 2));
+  for (int i = 0; i < 5; ++i) d.unmap_pages(va + i * page, page);  // one physical allocation a page
+  EXPECT_EQ(d.used_bytes(), 0u);
+  d.release_address(va, 10 * page);
+}
+
 TEST(SimDevice, AddressScriptReplaysRecordedAddresses) {
   SimDevice d("sim:test", "test", 1ull << 30);
   const uintptr_t want = 0x7fbae0800000ull;
