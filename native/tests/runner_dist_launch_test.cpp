@@ -264,18 +264,24 @@ TEST(RunnerDistLaunch, DdpWithAGroupTrainsExactlyAsWithoutOnTheCpuBackend) {
 // FSDP2's side with values (CPU backend, world 1): the shards take the unsharded build's
 // initial values (parameters from the same seed, Llama's rotary buffers), the all-gather's
 // copy-in and copy-out and the reduce-scatter's copy-in move them, and training is bit for
-// bit the same as without FSDP2, tied GPT weights and Llama alike.
+// bit the same as without FSDP2: tied GPT weights, Llama, parameters kept unsharded after
+// forward, and blocks recomputed under checkpointing (unsharded again in backward).
 TEST(RunnerDistLaunch, Fsdp2WithAGroupOfOneTrainsExactlyAsWithoutOnTheCpuBackend) {
-  for (const std::string model : {R"("model":{"kind":"gpt","vocab":512,"seq":32,"dim":64,"depth":2,"heads":4})",
-                                  R"("model":{"kind":"llama","vocab":512,"seq":32,"dim":64,"depth":2,"heads":4,)"
-                                  R"("kv_heads":2,"ffn":96})"}) {
-    SCOPED_TRACE(model);
-    const std::string common = model + R"(,"batch":2,"optimizer":"adamw","iterations":3)";
+  const std::string gpt = R"("model":{"kind":"gpt","vocab":512,"seq":32,"dim":64,"depth":2,"heads":4})";
+  const std::string llama = R"("model":{"kind":"llama","vocab":512,"seq":32,"dim":64,"depth":2,"heads":4,)"
+                            R"("kv_heads":2,"ffn":96})";
+  struct Case {
+    std::string model, extra, parallel;
+  };
+  for (const Case& c : {Case{gpt, "", ""}, Case{llama, "", ""}, Case{gpt, "", R"(,"reshard_after_forward":false)"},
+                        Case{gpt, R"(,"checkpoint":"block")", ""}}) {
+    SCOPED_TRACE(c.model + c.extra + c.parallel);
+    const std::string common = c.model + R"(,"batch":2,"optimizer":"adamw","iterations":3)" + c.extra;
     engine::RunOptions o;
     o.backend = "cpu";
     LoopbackGroup g;
-    engine::RunResult fsdp =
-        engine::run_experiment(spectest::spec("{" + common + R"(,"parallel":{"kind":"fsdp2","world":1}})"), o, {}, &g);
+    engine::RunResult fsdp = engine::run_experiment(
+        spectest::spec("{" + common + R"(,"parallel":{"kind":"fsdp2","world":1)" + c.parallel + "}}"), o, {}, &g);
     LoopbackGroup plain_g;
     engine::RunResult plain = engine::run_experiment(spectest::spec("{" + common + "}"), o, {}, &plain_g);
     ASSERT_EQ(fsdp.losses.size(), 3u);

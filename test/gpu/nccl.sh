@@ -7,7 +7,8 @@
 # parameters across ranks:
 # - fsdp: the FSDP2 runs of test/refs/dist_reference.json that PyTorch completed (GPT fp32;
 #   bf16 params with fp32 reduce, with and without resharding after forward; GPT-2 124M
-#   checkpointed; Llama bf16 params), each also beside one GPU training the same batch
+#   checkpointed; Llama bf16 params; GPT fp32 with vocab 8191, whose rows split unevenly),
+#   each also beside one GPU training the same batch
 #   (FSDP2 at world 1, and without FSDP2 where the policy casts nothing);
 # - ddp: the published DDP runs (GPT fp32, GPT-2 124M bf16 autocast, Llama SGD bf16 with
 #   10 MB buckets), GPT with gradient_as_bucket_view too;
@@ -37,7 +38,10 @@ which = os.environ['WHICH']
 for i, r in enumerate(json.load(open('test/refs/dist_reference.json'))['runs']):
     kind = r['spec']['parallel']['kind']
     if r.get('error'): continue  # PyTorch failed this launch (the checkpointed Llama)
-    if kind == 'fsdp2' and which in ('fsdp', 'all'): print('fsdp' + str(i), json.dumps({**r['spec'], 'device': 'cuda:0'}))
+    if kind == 'fsdp2' and which in ('fsdp', 'all'):
+        print('fsdp' + str(i), json.dumps({**r['spec'], 'device': 'cuda:0'}))
+        if i == 0:  # rows that do not split evenly: padded shards, rank 1 holds fewer rows
+            print('fsdp0u', json.dumps({**r['spec'], 'device': 'cuda:0', 'model': {**r['spec']['model'], 'vocab': 8191}}))
     if kind == 'ddp' and which in ('ddp', 'all'):
         print('ddp' + str(i), json.dumps({**r['spec'], 'device': 'cuda:0'}))
         if i == 6: print('ddp6v', json.dumps({**r['spec'], 'device': 'cuda:0',
