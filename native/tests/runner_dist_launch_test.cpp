@@ -18,6 +18,7 @@
 #include "engine/experiment/session.h"
 #include "engine/models/family.h"
 #include "engine/parallel/process_group.h"
+#include "hf_spec_util.h"
 #include "runner/dist_launch.h"
 #include "spec_util.h"
 
@@ -313,4 +314,38 @@ TEST(RunnerDistLaunch, Fsdp2BfloatParamsWithAGroupOfOneTrainOnTheCpuBackend) {
   EXPECT_NEAR(bf16.losses.front(), fp32.losses.front(), 0.02 * fp32.losses.front());
   EXPECT_LT(bf16.losses.back(), bf16.losses.front());
   EXPECT_NE(bf16.params_fingerprint, fp32.params_fingerprint);
+}
+
+// A Hugging Face model is built as users build it and sharded in place: each rank's padded
+// shard takes its rows of the built parameter. With values and a group of one, training is
+// bit for bit the same as without FSDP2.
+TEST(RunnerDistLaunch, Fsdp2OnAHuggingFaceModelWithAGroupOfOneTrainsExactlyAsWithoutOnTheCpuBackend) {
+  using spectest::num;
+  const SpecValue cfg = SpecValue::object({{"hidden_size", num(32)},
+                                           {"intermediate_size", num(64)},
+                                           {"num_hidden_layers", num(2)},
+                                           {"num_attention_heads", num(4)},
+                                           {"num_key_value_heads", num(2)},
+                                           {"vocab_size", num(64)},
+                                           {"max_position_embeddings", num(64)}});
+  const SpecValue protocol =
+      SpecValue::object({{"hf", SpecValue::object({{"arch", SpecValue::string("LlamaForCausalLM")}, {"config", cfg}})},
+                         {"batch", num(2)},
+                         {"seq", num(16)},
+                         {"iterations", num(3)}});
+  auto fields = spectest::hf_spec(protocol).fields();
+  const engine::RunSpec plain_spec = engine::read_run_spec(SpecValue::object(fields));
+  fields["parallel"] = merge_values(*spectest::defaults()["parallel"].find("fsdp2"),
+                                    SpecValue::object({{"kind", SpecValue::string("fsdp2")}, {"world", num(1)}}));
+  const engine::RunSpec fsdp_spec = engine::read_run_spec(SpecValue::object(fields));
+  engine::RunOptions o;
+  o.backend = "cpu";
+  LoopbackGroup g, plain_g;
+  engine::RunResult fsdp = engine::run_experiment(fsdp_spec, o, {}, &g);
+  engine::RunResult plain = engine::run_experiment(plain_spec, o, {}, &plain_g);
+  ASSERT_EQ(fsdp.losses.size(), 3u);
+  EXPECT_EQ(fsdp.losses, plain.losses);
+  EXPECT_NE(fsdp.losses.front(), fsdp.losses.back());
+  EXPECT_EQ(fsdp.params_fingerprint, plain.params_fingerprint);
+  EXPECT_EQ(g.counts().reduce_scatter, 3 * (1 + 2));
 }
