@@ -53,7 +53,7 @@ summary=""
 one() {
   local n=$1 spec=$2
   echo; echo "=== $n: $spec"
-  timeout 150 "$P/vramlab_dist" "$spec" --timeout 120 --out "$W/$n.json" > "$W/$n.txt" 2>&1
+  timeout 75 "$P/vramlab_dist" "$spec" --timeout 60 --out "$W/$n.json" > "$W/$n.txt" 2>&1
   local rc=$?
   tail -24 "$W/$n.txt"
   cat "$W/$n.txt" >> "$OUT/tables.txt"
