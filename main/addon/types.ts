@@ -29,6 +29,10 @@ export interface NativeAddon {
   /** One experiment run to the end on the calling thread (engine_binding.cpp). Throws for a
    * spec the engine refuses, and with an OutOfMemoryError for an OOM. */
   runExperiment(spec: Spec, options?: NativeRunOptions): NativeExperimentResult;
+  /** One rank of a launched data-parallel job, run to its end in this (dedicated) process:
+   * the group id through `dir`, NCCL on cuda:<rank> (a counting group on a sim: device), the
+   * result in dir/rank<rank>.json; returns the exit status (dist_binding.cpp). */
+  runRank(spec: Spec, rank: number, dir: string): number;
   /** What-if replay of a recorded alloc/free sequence (allocator_binding.cpp). */
   replayAllocator(
     ops: Uint8Array,

@@ -10,6 +10,7 @@ import fit from './commands/fit';
 import fixes from './commands/fixes';
 import remedies from './commands/remedies';
 import runs from './commands/runs';
+import rank from './commands/rank';
 import { clipText, quote } from '../contract/echo';
 
 /** Characters of one error message printed (a spec's eight issues fit in a few hundred). */
@@ -39,7 +40,8 @@ export async function main(argv: string[], io: CliIO = processIO): Promise<numbe
     io.out(usage());
     return name ? 0 : 2;
   }
-  const cmd = commands[name];
+  // one rank of a job `vramlab run` launched (not listed: started by the CLI itself)
+  const cmd = name === '__rank' ? { run: rank, summary: '' } : commands[name];
   if (!cmd) {
     io.err(`vramlab: unknown command ${quote(name, 40)}\n\n${usage()}`);
     return 2;

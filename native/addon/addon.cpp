@@ -6,6 +6,7 @@ static Napi::Object InitVramlab(Napi::Env env, Napi::Object exports) {
   vramlab::addon::registerRunner(env, exports);
   vramlab::addon::registerAllocator(env, exports);
   vramlab::addon::registerEngine(env, exports);
+  vramlab::addon::registerDist(env, exports);
   return exports;
 }
 

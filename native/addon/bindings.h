@@ -7,4 +7,5 @@ void registerDevices(Napi::Env env, Napi::Object exports);
 void registerRunner(Napi::Env env, Napi::Object exports);
 void registerAllocator(Napi::Env env, Napi::Object exports);
 void registerEngine(Napi::Env env, Napi::Object exports);
+void registerDist(Napi::Env env, Napi::Object exports);
 }  // namespace vramlab::addon

@@ -75,6 +75,26 @@ engine::cuda::NcclUniqueId wait_for_id(const std::string& path, double timeout_s
 
 SpecValue num(double v) { return SpecValue::number(v); }
 
+// What a rank reports of its run: readings, losses, the final parameters' fingerprint and
+// the collectives it launched.
+void put_run(std::map<std::string, SpecValue>& out, const engine::RunResult& r, const engine::ProcessGroup& group) {
+  std::vector<SpecValue> readings, losses;
+  for (auto& [k, v] : r.readings) readings.push_back(SpecValue::array({SpecValue::string(k), num(double(v))}));
+  for (double l : r.losses) losses.push_back(num(l));
+  out["readings"] = SpecValue::array(readings);
+  out["losses"] = SpecValue::array(losses);
+  out["params_fingerprint"] = SpecValue::string(hex64(r.params_fingerprint));
+  const auto& c = group.counts();
+  out["collectives"] = SpecValue::object({{"all_reduce", num(double(c.all_reduce))},
+                                          {"all_reduce_bytes", num(double(c.all_reduce_bytes))},
+                                          {"broadcast", num(double(c.broadcast))},
+                                          {"broadcast_bytes", num(double(c.broadcast_bytes))},
+                                          {"all_gather", num(double(c.all_gather))},
+                                          {"all_gather_bytes", num(double(c.all_gather_bytes))},
+                                          {"reduce_scatter", num(double(c.reduce_scatter))},
+                                          {"reduce_scatter_bytes", num(double(c.reduce_scatter_bytes))}});
+}
+
 }  // namespace
 
 std::string rank_device(const std::string& device, int rank) {
@@ -124,7 +144,9 @@ int run_rank_process(const engine::RunSpec& spec_in, const engine::RunOptions& o
                                        {"before_init", num(double(fp.before_init))},
                                        {"after_init", num(double(fp.after_init))},
                                        {"after_first_all_reduce", num(double(fp.after_first_all_reduce))},
-                                       {"after_first_broadcast", num(double(fp.after_first_broadcast))}});
+                                       {"after_first_broadcast", num(double(fp.after_first_broadcast))},
+                                       {"after_first_all_gather", num(double(fp.after_first_all_gather))},
+                                       {"after_first_reduce_scatter", num(double(fp.after_first_reduce_scatter))}});
     } else {
       group = std::make_unique<engine::CountingGroup>(rank, world);
     }
@@ -133,17 +155,7 @@ int run_rank_process(const engine::RunSpec& spec_in, const engine::RunOptions& o
     // is the whole GPU's, a context of this process elsewhere would count on another rank)
     out["device_name"] = SpecValue::string(open_device(spec.device)->info().name);
     engine::RunResult r = engine::run_experiment(spec, options_in, {}, group.get());
-    std::vector<SpecValue> readings, losses;
-    for (auto& [k, v] : r.readings) readings.push_back(SpecValue::array({SpecValue::string(k), num(double(v))}));
-    for (double l : r.losses) losses.push_back(num(l));
-    out["readings"] = SpecValue::array(readings);
-    out["losses"] = SpecValue::array(losses);
-    out["params_fingerprint"] = SpecValue::string(hex64(r.params_fingerprint));
-    const auto& c = group->counts();
-    out["collectives"] = SpecValue::object({{"all_reduce", num(double(c.all_reduce))},
-                                            {"all_reduce_bytes", num(double(c.all_reduce_bytes))},
-                                            {"broadcast", num(double(c.broadcast))},
-                                            {"broadcast_bytes", num(double(c.broadcast_bytes))}});
+    put_run(out, r, *group);
   } catch (const std::exception& e) {
     out["error"] = SpecValue::string(e.what());
     status = 1;
@@ -152,6 +164,34 @@ int run_rank_process(const engine::RunSpec& spec_in, const engine::RunOptions& o
     write_file(result_path, SpecValue::object(out).to_json());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    status = 1;
+  }
+  return status;
+}
+
+int run_single_process(const engine::RunSpec& spec_in, const engine::RunOptions& options, const std::string& dir) {
+  std::map<std::string, SpecValue> out{{"rank", num(0)}};
+  int status = 0;
+  try {
+    engine::RunSpec spec = spec_in;
+    spec.device = rank_device(spec.device, 0);
+    out["device"] = SpecValue::string(spec.device);
+    out["device_name"] = SpecValue::string(open_device(spec.device)->info().name);
+    std::unique_ptr<engine::ProcessGroup> group;
+    if (spec.device.rfind("cuda:", 0) == 0)
+      group = std::make_unique<engine::LocalGroup>();
+    else
+      group = std::make_unique<engine::CountingGroup>(0, 1);
+    engine::RunResult r = engine::run_experiment(spec, options, {}, group.get());
+    put_run(out, r, *group);
+  } catch (const std::exception& e) {
+    out["error"] = SpecValue::string(e.what());
+    status = 1;
+  }
+  try {
+    write_file(dir + "/rank0.json", SpecValue::object(out).to_json());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "single run: %s\n", e.what());
     status = 1;
   }
   return status;

@@ -25,6 +25,11 @@ std::string rank_device(const std::string& device, int rank);
 int run_rank_process(const engine::RunSpec& spec, const engine::RunOptions& options, int rank, const std::string& dir,
                      double id_timeout_s = 120);
 
+// The single-GPU run a job is compared with, in a process of its own: the spec as given
+// (its `parallel` at world 1, or none) on cuda:0 (a sim: device: memory only), read back
+// through a group of one (losses, final parameters); writes <dir>/rank0.json as a rank does.
+int run_single_process(const engine::RunSpec& spec, const engine::RunOptions& options, const std::string& dir);
+
 struct LaunchResult {
   std::vector<engine::SpecValue> ranks;  // each rank's rank<r>.json, in rank order
   std::string error;                     // empty when every rank exited 0 and wrote its file

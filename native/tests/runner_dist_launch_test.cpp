@@ -1,8 +1,10 @@
 // A data-parallel job as real processes, one per rank (runner/dist_launch.h):
 // - on the simulated device (runs everywhere): two rank processes started by the
-//   launcher exchange the group id through the job directory, each runs DDP as its rank
-//   and reports readings equal to the in-process simulation, and the DDP hooks launch
-//   every parameter's bytes once per iteration through the group;
+//   launcher exchange the group id through the job directory, each runs DDP or FSDP2 as
+//   its rank and reports readings equal to the in-process simulation, and the hooks
+//   launch every parameter's bytes once per iteration through the group;
+// - on the CPU backend, a group of one moves real values: DDP and FSDP2 train bit for
+//   bit as without them;
 // - NCCL is loaded at run time: a missing library gives a reason naming it;
 // - on a machine with NCCL and two GPUs, two ranks on cuda:0 / cuda:1 train for real
 //   (EngineNccl.*; skipped with the reason elsewhere).
@@ -16,6 +18,7 @@
 #include "engine/experiment/session.h"
 #include "engine/models/family.h"
 #include "engine/parallel/process_group.h"
+#include "hf_spec_util.h"
 #include "runner/dist_launch.h"
 #include "spec_util.h"
 
@@ -62,6 +65,10 @@ std::pair<int64_t, int64_t> state_bytes(const engine::RunSpec& spec) {
   return {params, buffers};
 }
 
+constexpr const char* kSmallGptFsdp =
+    R"({"model":{"kind":"gpt","vocab":512,"seq":64,"dim":64,"depth":2,"heads":4},"batch":4,)"
+    R"("optimizer":"adamw","iterations":3,"parallel":{"kind":"fsdp2","world":2}})";
+
 constexpr const char* kSmallGptDdp =
     R"({"model":{"kind":"gpt","vocab":512,"seq":64,"dim":64,"depth":2,"heads":4},"batch":4,)"
     R"("optimizer":"adamw","iterations":3,"parallel":{"kind":"ddp","world":2,"bucket_cap_mb":0.05}})";
@@ -95,6 +102,29 @@ TEST(RunnerDistLaunch, TwoRankProcessesOnTheSimulatedDeviceReadAsTheSimulationAn
     EXPECT_EQ(c["broadcast_bytes"].as_int("b"), param_bytes + 4 * buffer_bytes);
   }
   EXPECT_NE(job.ranks[0]["id_hash"].as_string("id"), "");
+}
+
+TEST(RunnerDistLaunch, TwoFsdp2RankProcessesOnTheSimulatedDeviceReadAsTheSimulationAndShardEveryGradient) {
+  const std::string spec_json = std::string(R"({"device":"sim:h100-80gb",)") + (kSmallGptFsdp + 1);
+  const std::string dir = runner::make_job_dir();
+  runner::LaunchResult job = runner::launch_ranks(rank_argvs(2, dir, spec_json), dir, 60);
+  ASSERT_EQ(job.error, "");
+  ASSERT_EQ(job.ranks.size(), 2u);
+  engine::RunSpec spec = spectest::spec(spec_json);
+  engine::RunResult sim = engine::run_experiment(spec);
+  ASSERT_EQ(sim.ranks.size(), 2u);
+  const int64_t param_bytes = state_bytes(spec).first;
+  for (int r = 0; r < 2; ++r) {
+    const SpecValue& rk = job.ranks[size_t(r)];
+    EXPECT_EQ(readings_of(rk), sim.ranks[size_t(r)]) << "rank " << r;
+    const SpecValue& c = rk["collectives"];
+    // every dim splits evenly: each iteration reduce-scatters every fp32 gradient once,
+    // and all-gathers every parameter at least once (backward gathers resharded groups again)
+    EXPECT_EQ(c["reduce_scatter_bytes"].as_int("b"), 3 * param_bytes);
+    EXPECT_EQ(c["reduce_scatter"].as_int("n"), 3 * (1 + 2));  // root + 2 blocks per iteration
+    EXPECT_GE(c["all_gather_bytes"].as_int("b"), 3 * param_bytes);
+    EXPECT_EQ(c["all_reduce"].as_int("n"), 0);
+  }
 }
 
 TEST(RunnerDistLaunch, ARankThatFailsEndsTheJobWithItsError) {
@@ -156,25 +186,56 @@ TEST(EngineNccl, TwoRanksOnTwoGpusReadAsTheSimulationAndAgree) {
   EXPECT_NE(job.ranks[0]["params_fingerprint"].as_string("fp"), "0000000000000000");
 }
 
+// FSDP2 through NCCL: each rank's readings equal its simulated rank's, the ranks agree, and
+// since every rank draws the same batch, rank 0 trains as one GPU does with FSDP2 at world
+// 1 (the average of equal fp32 gradients is exact) and as one GPU without FSDP2.
+TEST(EngineNccl, TwoFsdp2RanksOnTwoGpusReadAsTheSimulationAndTrainAsOneGpu) {
+  std::string why;
+  if (!engine::cuda::load_nccl(&why)) GTEST_SKIP() << why;
+  int count = 0;
+#ifdef VRAMLAB_HAVE_CUDA
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+#endif
+  if (count < 2) GTEST_SKIP() << "needs two CUDA GPUs (" << count << " found)";
+  const std::string spec_json = std::string(R"({"device":"cuda:0",)") + (kSmallGptFsdp + 1);
+  const std::string dir = runner::make_job_dir();
+  runner::LaunchResult job = runner::launch_ranks(rank_argvs(2, dir, spec_json), dir, 120);
+  ASSERT_EQ(job.error, "");
+  engine::RunSpec spec = spectest::spec(spec_json);
+  const std::string gpu = job.ranks[0]["device_name"].as_string("name");
+  engine::RunSpec sspec = spec;
+  sspec.device = gpu.find("H200") != std::string::npos ? "sim:h200-141gb" : "sim:h100-80gb";
+  engine::RunResult sim = engine::run_experiment(sspec);
+  for (int r = 0; r < 2; ++r) {
+    const SpecValue& rk = job.ranks[size_t(r)];
+    EXPECT_EQ(readings_of(rk), sim.ranks[size_t(r)]) << "rank " << r;
+    EXPECT_EQ(rk["losses"].items().size(), 3u);
+    EXPECT_EQ(rk["losses"].to_json(), job.ranks[0]["losses"].to_json());
+    EXPECT_EQ(rk["params_fingerprint"].as_string("fp"), job.ranks[0]["params_fingerprint"].as_string("fp"));
+    EXPECT_GT(rk["collectives"]["reduce_scatter"].as_int("n"), 0);
+  }
+  engine::RunSpec one = spec;
+  one.parallel.world = 1;
+  engine::LocalGroup g1;
+  engine::RunResult fsdp1 = engine::run_experiment(one, {}, {}, &g1);
+  one.parallel = engine::RunSpec{}.parallel;
+  engine::LocalGroup g0;
+  engine::RunResult plain = engine::run_experiment(one, {}, {}, &g0);
+  std::vector<double> rank0;
+  for (auto& l : job.ranks[0]["losses"].items()) rank0.push_back(l.as_number("loss"));
+  EXPECT_EQ(fsdp1.losses, rank0);
+  EXPECT_EQ(plain.losses, rank0);
+  char fp[17];
+  std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(plain.params_fingerprint));
+  EXPECT_EQ(job.ranks[0]["params_fingerprint"].as_string("fp"), fp);
+  EXPECT_EQ(fsdp1.params_fingerprint, plain.params_fingerprint);
+}
+
 namespace {
 
 // A group of one on the CPU backend: the collectives leave values as they are (the mean
 // and the broadcast of one rank), the fingerprint hashes host bytes.
-class LoopbackGroup : public engine::ProcessGroup {
- public:
-  int rank() const override { return 0; }
-  int world() const override { return 1; }
-  void all_reduce_mean(const engine::Tensor& t) override { count_all_reduce(t); }
-  void broadcast(const engine::Tensor& t, int) override { count_broadcast(t); }
-  uint64_t fingerprint(const std::vector<engine::Tensor>& ts) override {
-    uint64_t h = 14695981039346656037ull;
-    for (auto& t : ts) {
-      auto* p = static_cast<const unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < t.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    }
-    return h;
-  }
-};
+using LoopbackGroup = engine::LocalGroup;
 
 }  // namespace
 
@@ -199,4 +260,92 @@ TEST(RunnerDistLaunch, DdpWithAGroupTrainsExactlyAsWithoutOnTheCpuBackend) {
   EXPECT_GT(g.counts().all_reduce, 3);
   EXPECT_GT(g.counts().broadcast, 0);
   EXPECT_EQ(plain_g.counts().all_reduce + plain_g.counts().broadcast, 0);
+}
+
+// FSDP2's side with values (CPU backend, world 1): the shards take the unsharded build's
+// initial values (parameters from the same seed, Llama's rotary buffers), the all-gather's
+// copy-in and copy-out and the reduce-scatter's copy-in move them, and training is bit for
+// bit the same as without FSDP2: tied GPT weights, Llama, parameters kept unsharded after
+// forward, and blocks recomputed under checkpointing (unsharded again in backward).
+TEST(RunnerDistLaunch, Fsdp2WithAGroupOfOneTrainsExactlyAsWithoutOnTheCpuBackend) {
+  const std::string gpt = R"("model":{"kind":"gpt","vocab":512,"seq":16,"dim":64,"depth":2,"heads":4})";
+  const std::string llama = R"("model":{"kind":"llama","vocab":512,"seq":16,"dim":64,"depth":2,"heads":4,)"
+                            R"("kv_heads":2,"ffn":96})";
+  struct Case {
+    std::string model, extra, parallel;
+  };
+  for (const Case& c : {Case{gpt, "", ""}, Case{llama, "", ""}, Case{gpt, "", R"(,"reshard_after_forward":false)"},
+                        Case{gpt, R"(,"checkpoint":"block")", ""}}) {
+    SCOPED_TRACE(c.model + c.extra + c.parallel);
+    const std::string common = c.model + R"(,"batch":2,"optimizer":"adamw","iterations":2)" + c.extra;
+    engine::RunOptions o;
+    o.backend = "cpu";
+    LoopbackGroup g;
+    engine::RunResult fsdp = engine::run_experiment(
+        spectest::spec("{" + common + R"(,"parallel":{"kind":"fsdp2","world":1)" + c.parallel + "}}"), o, {}, &g);
+    LoopbackGroup plain_g;
+    engine::RunResult plain = engine::run_experiment(spectest::spec("{" + common + "}"), o, {}, &plain_g);
+    ASSERT_EQ(fsdp.losses.size(), 2u);
+    EXPECT_EQ(fsdp.losses, plain.losses);
+    EXPECT_NE(fsdp.losses.front(), fsdp.losses.back());  // it trained
+    EXPECT_EQ(fsdp.params_fingerprint, plain.params_fingerprint);
+    EXPECT_EQ(g.counts().reduce_scatter, 2 * (1 + 2));  // the root and two blocks per iteration
+    EXPECT_EQ(plain_g.counts().reduce_scatter, 0);
+  }
+}
+
+// The mixed-precision policy with values: the unsharded parameters are bf16 copies of the
+// shards, gradients reduce in fp32 and land in the fp32 shards; the first loss is the fp32
+// model's to bf16 precision, and it trains.
+TEST(RunnerDistLaunch, Fsdp2BfloatParamsWithAGroupOfOneTrainOnTheCpuBackend) {
+  const std::string common = R"("model":{"kind":"gpt","vocab":512,"seq":32,"dim":64,"depth":2,"heads":4},)"
+                             R"("batch":2,"optimizer":"adamw","iterations":3)";
+  engine::RunOptions o;
+  o.backend = "cpu";
+  LoopbackGroup g;
+  engine::RunResult bf16 = engine::run_experiment(
+      spectest::spec("{" + common +
+                     R"(,"parallel":{"kind":"fsdp2","world":1,"param_dtype":"bf16","reduce_dtype":"fp32"}})"),
+      o, {}, &g);
+  LoopbackGroup plain_g;
+  engine::RunResult fp32 = engine::run_experiment(spectest::spec("{" + common + "}"), o, {}, &plain_g);
+  ASSERT_EQ(bf16.losses.size(), 3u);
+  EXPECT_NE(bf16.losses.front(), fp32.losses.front());  // computed in bf16
+  EXPECT_NEAR(bf16.losses.front(), fp32.losses.front(), 0.02 * fp32.losses.front());
+  EXPECT_LT(bf16.losses.back(), bf16.losses.front());
+  EXPECT_NE(bf16.params_fingerprint, fp32.params_fingerprint);
+}
+
+// A Hugging Face model is built as users build it and sharded in place: each rank's padded
+// shard takes its rows of the built parameter. With values and a group of one, training is
+// bit for bit the same as without FSDP2.
+TEST(RunnerDistLaunch, Fsdp2OnAHuggingFaceModelWithAGroupOfOneTrainsExactlyAsWithoutOnTheCpuBackend) {
+  using spectest::num;
+  const SpecValue cfg = SpecValue::object({{"hidden_size", num(32)},
+                                           {"intermediate_size", num(64)},
+                                           {"num_hidden_layers", num(2)},
+                                           {"num_attention_heads", num(4)},
+                                           {"num_key_value_heads", num(2)},
+                                           {"vocab_size", num(64)},
+                                           {"max_position_embeddings", num(64)}});
+  const SpecValue protocol =
+      SpecValue::object({{"hf", SpecValue::object({{"arch", SpecValue::string("LlamaForCausalLM")}, {"config", cfg}})},
+                         {"batch", num(2)},
+                         {"seq", num(16)},
+                         {"iterations", num(3)}});
+  auto fields = spectest::hf_spec(protocol).fields();
+  const engine::RunSpec plain_spec = engine::read_run_spec(SpecValue::object(fields));
+  fields["parallel"] = merge_values(*spectest::defaults()["parallel"].find("fsdp2"),
+                                    SpecValue::object({{"kind", SpecValue::string("fsdp2")}, {"world", num(1)}}));
+  const engine::RunSpec fsdp_spec = engine::read_run_spec(SpecValue::object(fields));
+  engine::RunOptions o;
+  o.backend = "cpu";
+  LoopbackGroup g, plain_g;
+  engine::RunResult fsdp = engine::run_experiment(fsdp_spec, o, {}, &g);
+  engine::RunResult plain = engine::run_experiment(plain_spec, o, {}, &plain_g);
+  ASSERT_EQ(fsdp.losses.size(), 3u);
+  EXPECT_EQ(fsdp.losses, plain.losses);
+  EXPECT_NE(fsdp.losses.front(), fsdp.losses.back());
+  EXPECT_EQ(fsdp.params_fingerprint, plain.params_fingerprint);
+  EXPECT_EQ(g.counts().reduce_scatter, 3 * (1 + 2));
 }

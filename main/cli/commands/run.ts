@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { parse } from '../args';
 import type { Command } from '../io';
-import { describeRun, loadSpecFile, openManager, progressPrinter, runJsonResult } from '../support';
+import { describeRun, loadSpecFile, openManager, progressPrinter, readSpecFile, runJsonResult } from '../support';
+import { launchSpec, runLaunched, wantsLaunch } from '../launch_run';
 import { timelineCsv } from '../../export/timeline_csv';
 import { specHelp } from '../spec_help';
 
@@ -15,6 +16,11 @@ VRAMLAB_HOME). Progress goes to stderr for long runs.
   --json         one JSON object on stdout: readings (bytes over the baseline), oom, peaks
   --csv FILE     write the run's timeline as CSV
   --fail-on-oom  exit 3 when the run ran out of memory (by default an OOM is a result)
+  --launch       run a data-parallel spec as real rank processes on a sim: device too
+
+A spec with "parallel" on cuda:0 runs for real: one process per rank on cuda:0..W-1
+through NCCL (W at most the GPUs visible), each rank's readings, losses and final
+parameters read back (not kept in the run store).
 
 ${specHelp()}`;
 
@@ -29,6 +35,7 @@ const run: Command = async (args, io) => {
       csv: { type: 'string' },
       'fail-on-oom': { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
+      launch: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     true,
@@ -41,7 +48,10 @@ const run: Command = async (args, io) => {
     io.err(USAGE());
     return 2;
   }
-  const { spec } = loadSpecFile(positionals[0], { device: values.device, capacity: values.capacity });
+  const overrides = { device: values.device, capacity: values.capacity };
+  const input = readSpecFile(positionals[0], overrides);
+  if (wantsLaunch(input, !!values.launch)) return runLaunched(launchSpec(input), !!values.json, io);
+  const { spec } = loadSpecFile(positionals[0], overrides);
   const manager = await openManager();
   const started = await manager.start(spec, { name: values.name, onBatch: progressPrinter(io, 'run', !!values.quiet) });
   const onSigint = () => manager.cancel(started.runId);

@@ -64,12 +64,16 @@ void EngineContext::resize_storage(Storage& s, size_t nbytes) {
     storage_freed(s);
     memory_->release(s.block);
     s.block = MemBlock{};
+    s.data = nullptr;  // the values went with the block
+    s.host.reset();
     return;
   }
   if (s.block) throw std::logic_error("resize_storage: the storage still holds its block");
   s.block = memory_->allocate(nbytes, s.tag);
   s.nbytes = nbytes;
+  s.ctx = this;
   category_bytes_[size_t(tag_category(s.tag))] += int64_t(s.block.size);
+  backend_->attach_data(s);  // the new block's memory (uninitialised, as resize_'s)
 }
 
 Storage::~Storage() {

@@ -136,9 +136,10 @@ RunResult run_any(const RunSpec& spec, const RunOptions& options, std::function<
     if (group) return run_rank(spec, options, std::move(on_event), group->rank(), true, addresses, group);
     return run_ddp(spec, options, std::move(on_event), addresses);
   }
-  if (group) throw std::invalid_argument("a real data-parallel job runs spec.parallel.kind \"ddp\" only");
   if (spec.parallel.kind != "fsdp2")
     throw std::invalid_argument("spec.parallel.kind \"" + spec.parallel.kind + "\" is not simulated yet");
+  // a rank of a real job (or a group of one) runs its own shard's program
+  if (group) return run_rank(spec, options, std::move(on_event), group->rank(), false, addresses, group);
   // Ranks differ only where a parameter's rows do not split evenly: rank r's shard (and
   // so its optimizer state) is smaller, or empty. Ranks with the same local row counts
   // run the same program on the same sizes: one simulation serves them all.
@@ -236,13 +237,14 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
   {
     ctx.phase(true, "build_model");
     if (spec.parallel.kind == "fsdp2") {
-      if (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0)
+      if (!group && (!ctx.on_device() || options.backend == "cuda" || spec.device.rfind("cuda:", 0) == 0))
         throw std::invalid_argument("spec.parallel runs on the simulated device only (a sim: device)");
       // the lab's families are built on the meta device in fp32; hf models are built as
       // users build them (any weights, LoRA) and sharded in place
       if (spec.model.kind != "hf" && (spec.weights != DType::Float32 || spec.finetune.method != "full"))
         throw std::invalid_argument("spec.parallel fsdp2 trains fp32 weights in full (weights fp32, finetune full)");
       FsdpOptions fo = fsdp_options(spec, rank);
+      fo.group = group;
       fsdp = fully_shard_model(spec, fo, model);
       if (fo.has_param_dtype) m.low = false;  // the policy casts; the protocol runs no autocast
       m.optimizer_params = &fsdp->sharded_parameters();
@@ -285,7 +287,7 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
       break;
   }
   r.modeled_time_ms = (ctx.modeled_time_s() - t0) * 1e3;
-  if (group) r.params_fingerprint = group->fingerprint(model->parameters());
+  if (group) r.params_fingerprint = fsdp ? fsdp->fingerprint(*group) : group->fingerprint(model->parameters());
   r.sdpa_backend = ctx.last_sdpa_backend;
   r.memory_summary = s.memory->memory_summary();
   return r;

@@ -8,6 +8,8 @@
 
 #include "engine/autograd/engine.h"
 #include "engine/autograd/node.h"
+#include "engine/backends/backend.h"
+#include "engine/backends/scratch_memory.h"
 #include "engine/core/grad_mode.h"
 #include "engine/nn/forward_inputs.h"
 #include "engine/ops/ops.h"
@@ -26,9 +28,10 @@ namespace {
 enum class Training { Idle, Forward, PreBackward, PostBackward };
 
 struct FParam {
-  Tensor p;        // the module's parameter: the unsharded view, storage resized 0 <-> full
-  Tensor padded;   // _sharded_param_data: the padded shard (orig dtype)
-  Tensor sharded;  // the local view the optimizer steps
+  Tensor p;                       // the module's parameter: the unsharded view, storage resized 0 <-> full
+  int64_t rows = 1, per_row = 0;  // dim 0 and the elements of one row
+  Tensor padded;                  // _sharded_param_data: the padded shard (orig dtype)
+  Tensor sharded;                 // the local view the optimizer steps
   int64_t padded_numel = 0;
   size_t unsharded_bytes = 0;  // padded_numel * world in the unsharded dtype
 };
@@ -59,6 +62,31 @@ Shape rest_shape(const Shape& s, int64_t rows) {
   return r;
 }
 
+// n elements of t's storage from element `at` (t's dtype), as a flat view.
+Tensor flat(const Tensor& t, int64_t at, int64_t n) { return make_view(t, {n}, {1}, at); }
+
+void copy_values(const Tensor& dst, const Tensor& src) {
+  current_context().backend().unary(UnaryOp::Copy, dst, src, 0.0);
+}
+
+// Rows [first, first + n) of a contiguous parameter-shaped tensor, flattened.
+Tensor rows_of(const Tensor& t, int64_t first, int64_t n) {
+  const int64_t rows = t.dim() ? t.size(0) : 1;
+  const int64_t per_row = rows ? t.numel() / rows : 0;
+  return flat(t, t.storage_offset() + first * per_row, n * per_row);
+}
+
+// The padded shard's values: zeros (new_zeros) with rows [rank * chunk, + local) of the
+// full parameter in front.
+void fill_shard(const Tensor& padded, const Tensor& full, int64_t world, int64_t rank) {
+  const int64_t rows = full.dim() ? full.size(0) : 1;
+  const int64_t pr = fsdp_padded_rows(rows, world), lr = fsdp_local_rows(rows, world, rank);
+  if (!full.is_contiguous() || !padded.is_contiguous())
+    throw std::logic_error("fsdp: sharding needs contiguous parameters");
+  if (lr < pr) current_context().backend().fill(padded, 0.0);
+  if (lr > 0) copy_values(rows_of(padded, 0, lr), rows_of(full, rank * pr, lr));
+}
+
 }  // namespace
 
 struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
@@ -71,6 +99,9 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
   Tensor reduce_scatter_state;  // the previous reduce-scatter input, until the next reduce-scatter
   std::vector<Group*> post_forward_order;
   bool callback_queued = false;
+  std::vector<FParam*> param_order;  // model.parameters() order
+
+  bool data() const { return ctx->backend().has_data(); }
 
   DType unsharded_dtype(const FParam& fp) const { return o.has_param_dtype ? o.param_dtype : fp.padded.dtype(); }
   bool casts(const FParam& fp) const { return o.has_param_dtype && o.param_dtype != fp.padded.dtype(); }
@@ -105,7 +136,20 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
     if (cast) flat_in = empty(cast_numel, o.param_dtype, "fsdp_all_gather_input", Category::Parameter);
     Tensor out = mixed ? empty(bytes / 2 * o.world, DType::BFloat16, "fsdp_all_gather_output", Category::Parameter)
                        : empty(numel * o.world, dt, "fsdp_all_gather_output", Category::Parameter);
+    if (data()) {
+      if (mixed)
+        throw std::invalid_argument(
+            "fsdp2 on a backend with data: parameters of different unsharded dtypes in one group (gathered as "
+            "bytes) are simulated only");
+      // copy-in: each padded shard, cast to param_dtype, into this rank's slice of the output
+      int64_t off = o.rank * numel;
+      for (FParam* fp : g.params) {
+        copy_values(flat(out, off, fp->padded_numel), flat(fp->padded, fp->padded.storage_offset(), fp->padded_numel));
+        off += fp->padded_numel;
+      }
+    }
     flat_in.reset();
+    if (o.group) o.group->all_gather_into_tensor(out, flat(out, o.rank * numel, numel));
     g.all_gather_result = out;
   }
 
@@ -113,22 +157,37 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
     if (o.world == 1) {
       if (g.unsharded) return;
       // world 1: every parameter's unsharded block is a copy of its shard
-      for (FParam* fp : g.params) alloc_unsharded(*fp);
+      for (FParam* fp : g.params)
+        if (alloc_unsharded(*fp) && data())
+          copy_values(flat(fp->p, 0, fp->padded_numel),
+                      flat(fp->padded, fp->padded.storage_offset(), fp->padded_numel));
       g.unsharded = true;
       return;
     }
     if (!g.all_gather_result.defined()) return;
     if (g.training == Training::Forward) all_gather_state.reset();
-    for (FParam* fp : g.params) alloc_unsharded(*fp);
+    // copy-out: parameter i's unsharded block is its chunk of every rank's slice
+    int64_t seg = 0;
+    for (FParam* fp : g.params) seg += fp->padded_numel;
+    int64_t off = 0;
+    for (FParam* fp : g.params) {
+      if (alloc_unsharded(*fp) && data()) {
+        const Tensor& out = g.all_gather_result;
+        copy_values(make_view(fp->p, {o.world, fp->padded_numel}, {fp->padded_numel, 1}, 0),
+                    make_view(out, {o.world, fp->padded_numel}, {seg, 1}, off));
+      }
+      off += fp->padded_numel;
+    }
     g.unsharded = true;
     if (g.training == Training::Forward) all_gather_state = g.all_gather_result;
     g.all_gather_result.reset();
   }
 
-  void alloc_unsharded(FParam& fp) {
+  bool alloc_unsharded(FParam& fp) {
     Storage& s = *fp.p.storage();
-    if (s.block) return;
+    if (s.block) return false;
     ctx->resize_storage(s, fp.unsharded_bytes);
+    return true;
   }
 
   void to_sharded(Group& g) {
@@ -237,11 +296,18 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
     int64_t out_numel = 0;
     for (FParam* fp : with_grad) out_numel += fp->padded_numel;
     Tensor rs_in = empty(out_numel * o.world, reduce, "fsdp_reduce_scatter_input", Category::Gradient);
+    if (data()) copy_in_gradients(rs_in, with_grad, grads, out_numel);
     grads.clear();
     Tensor rs_out;
     {
       StreamScope ss(ctx->memory(), kReduceScatter);
       rs_out = empty(out_numel, reduce, "fsdp_reduce_scatter_output", Category::Gradient);
+      // fp32 and bf16 reduce with NCCL's average (_get_gradient_divide_factors); world 1
+      // copies (a sum of one)
+      if (o.group)
+        o.group->reduce_scatter_tensor(rs_out, rs_in, o.world > 1);
+      else if (data())
+        copy_values(rs_out, rs_in);
       if (reduce != orig) rs_out = rs_out.to(orig);
     }
     int64_t off = 0;
@@ -257,6 +323,31 @@ struct Fsdp::Impl : ForwardHooks, ForwardInputCast {
     }
     rs_out.reset();
     if (o.world > 1) reduce_scatter_state = rs_in;
+  }
+
+  // foreach_reduce_scatter_copy_in (chunk_cat): rs_in viewed as (world, out_numel); row r
+  // holds each gradient's rank-r chunk of padded rows (zeros past the last row), cast to
+  // the reduce dtype.
+  void copy_in_gradients(const Tensor& rs_in, const std::vector<FParam*>& ps, const std::vector<Tensor>& grads,
+                         int64_t seg) {
+    if (o.world > 1 && rs_in.dtype() == DType::Float16)
+      throw std::invalid_argument(
+          "fsdp2 on a backend with data: an fp16 reduce-scatter (divided before and after the sum) is simulated only");
+    bool uneven = false;
+    for (FParam* fp : ps) uneven = uneven || fp->rows != fsdp_padded_rows(fp->rows, o.world) * o.world;
+    if (uneven) ctx->backend().fill(rs_in, 0.0);
+    int64_t off = 0;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const FParam& fp = *ps[i];
+      const Tensor& gr = grads[i];
+      if (!gr.is_contiguous()) throw std::logic_error("fsdp: a non-contiguous unsharded gradient");
+      const int64_t pr = fsdp_padded_rows(fp.rows, o.world);
+      for (int64_t r = 0; r < o.world; ++r) {
+        const int64_t lr = fsdp_local_rows(fp.rows, o.world, r);
+        if (lr > 0) copy_values(flat(rs_in, r * seg + off, lr * fp.per_row), rows_of(gr, r * pr, lr));
+      }
+      off += fp.padded_numel;
+    }
   }
 
   void final_callback() {
@@ -300,6 +391,7 @@ void shard_group_in_place(EngineContext& ctx, const FsdpOptions& o, Group& g) {
       CategoryScope cs(Category::Parameter);
       NoGradGuard ng;
       fp->padded = make_tensor(rest_shape(full, pr), p.dtype(), "fsdp_shard", Category::Parameter);
+      if (ctx.backend().has_data()) fill_shard(fp->padded, p, o.world, o.rank);
     }
     Tensor v = make_view(fp->padded, rest_shape(full, lr), contiguous_strides(rest_shape(full, lr)), 0);
     v.impl()->is_view = false;  // a leaf nn.Parameter (DTensor local tensor)
@@ -323,6 +415,21 @@ void install_hooks(const std::shared_ptr<Fsdp>& f) {
 
 Fsdp::~Fsdp() = default;
 
+uint64_t Fsdp::fingerprint(ProcessGroup& g) const {
+  uint64_t h = fnv1a(nullptr, 0);
+  bool any = false;
+  for (const FParam* fp : impl->param_order) {
+    // every rank's padded shard, rank-major: the padded full parameter; its first rows are it
+    std::vector<uint8_t> b = g.gather_to_host(fp->padded);
+    if (b.empty()) continue;
+    any = true;
+    const size_t n = size_t(fp->rows * fp->per_row) * itemsize(fp->padded.dtype());
+    if (b.size() < n) throw std::logic_error("fsdp fingerprint: a gathered parameter is short");
+    h = fnv1a(b.data(), n, h);
+  }
+  return any ? h : 0;
+}
+
 std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& o, std::unique_ptr<Model>& model) {
   EngineContext& ctx = current_context();
   auto f = std::make_shared<Fsdp>();
@@ -330,17 +437,41 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   Fsdp::Impl& I = *f->impl;
   I.ctx = &ctx;
   I.o = o;
+  const bool data = ctx.backend().has_data();
+  if (o.group && o.group->world() != o.world)
+    throw std::invalid_argument("fsdp2: the process group has " + std::to_string(o.group->world()) +
+                                " ranks, spec.parallel.world is " + std::to_string(o.world));
+  if (data && o.world > 1 && !o.group)
+    throw std::invalid_argument("fsdp2 with values on " + std::to_string(o.world) +
+                                " ranks needs a process group (a launched job: vramlab_dist)");
 
   // hf: built on the device as the user builds it (weights, LoRA, checkpointing), then
-  // sharded in place. The lab's families: built on the meta device, to_empty afterwards.
+  // sharded in place. The lab's families: built on the meta device, to_empty afterwards;
+  // with data, "meta" is scratch memory outside the allocator that keeps each parameter's
+  // and buffer's initial values (the values an unsharded build gets from the same seed)
+  // until to_empty has copied them into the shards and the new buffers.
   const bool in_place = spec.model.kind == "hf";
-  RoundingMemory meta;
+  std::unique_ptr<MemoryBackend> meta = make_scratch_memory(ctx.backend());
+  std::map<const TensorImpl*, Tensor> init;  // parameter or buffer -> its initial values (data only)
+  std::vector<std::shared_ptr<Storage>> kept;
+  struct ReleaseKept {
+    std::vector<std::shared_ptr<Storage>>& kept;
+    std::map<const TensorImpl*, Tensor>& init;
+    MemoryBackend& meta;
+    ~ReleaseKept() {
+      init.clear();
+      for (auto& s : kept) {
+        meta.release(s->block);
+        s->block = MemBlock{};
+      }
+    }
+  } release_kept{kept, init, *meta};
   if (in_place) {
     model = build_model(spec.model, spec.weights);
     model->apply_finetune(spec.finetune);
     model->set_checkpoint(spec.checkpoint);
   } else {
-    MemoryBackend* real = ctx.swap_memory(&meta);
+    MemoryBackend* real = ctx.swap_memory(meta.get());
     struct Restore {
       EngineContext& c;
       MemoryBackend* m;
@@ -348,13 +479,42 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
     } restore{ctx, real};
     model = build_model(spec.model);
     model->set_checkpoint(spec.checkpoint);
+    if (data) {
+      // each tensor keeps its values in `init`; the module's tensor gets a storage of its
+      // own with no block (one per shared storage: tied weights stay tied)
+      std::map<Storage*, std::shared_ptr<Storage>> fresh;
+      auto keep = [&](const Tensor& t) {
+        if (init.count(t.impl())) return;
+        std::shared_ptr<Storage> old = t.impl()->storage;
+        init[t.impl()] = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+        auto [it, added] = fresh.emplace(old.get(), nullptr);
+        if (added) {
+          ctx.storage_freed(*old);
+          old->ctx = nullptr;  // released through `meta` (release_kept)
+          kept.push_back(old);
+          it->second = std::make_shared<Storage>();
+          it->second->ctx = &ctx;
+          it->second->nbytes = old->nbytes;
+          it->second->tag = old->tag;
+        }
+        t.impl()->storage = it->second;
+      };
+      for (auto& p : model->parameters()) keep(p);
+      std::function<void(Module&)> keep_buffers = [&](Module& m) {
+        for (auto& [n, c] : m.children()) keep_buffers(*c);
+        for (auto& [n, b] : m.own_buffers()) keep(b);
+      };
+      keep_buffers(*model);
+      if (o.has_param_dtype && o.param_dtype != DType::Float32)
+        for (auto& p : model->parameters()) p.impl()->dtype = o.param_dtype;
+    }
     // the unsharded parameters compute in param_dtype; buffers keep their dtype (the policy
     // casts parameters only)
-    if (o.has_param_dtype && o.param_dtype != DType::Float32) {
+    if (!data && o.has_param_dtype && o.param_dtype != DType::Float32) {
       NoGradGuard ng;
       for (auto& p : model->parameters()) set_data(p, p.detach().to(o.param_dtype));
     }
-    for (auto& p : model->parameters()) ctx.resize_storage(*p.storage(), 0);
+    for (auto& p : model->parameters()) ctx.resize_storage(*p.storage(), 0);  // (none left with data)
     std::function<void(Module&)> drop_buffers = [&](Module& m) {
       for (auto& [n, c] : m.children()) drop_buffers(*c);
       for (auto& [n, b] : m.own_buffers())
@@ -395,6 +555,8 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
       fp->p = p;
       const int64_t rows = p.dim() ? p.size(0) : 1;
       const int64_t per_row = rows ? p.numel() / rows : 0;
+      fp->rows = rows;
+      fp->per_row = per_row;
       fp->padded_numel = fsdp_padded_rows(rows, o.world) * per_row;
       const DType unsharded = o.has_param_dtype ? o.param_dtype : p.dtype();
       fp->unsharded_bytes = size_t(fp->padded_numel * o.world) * itemsize(unsharded);
@@ -413,6 +575,7 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   if (in_place) shard_group_in_place(ctx, o, *I.groups.back());
   for (auto& g : block_groups) I.groups.push_back(std::move(g));
   for (auto& g : I.groups) I.by_module[g->module] = g.get();
+  for (auto& p : model->parameters()) I.param_order.push_back(managed.at(p.impl()));
   if (in_place) {
     for (auto& p : model->parameters()) f->sharded_.push_back(managed.at(p.impl())->sharded);
     install_hooks(f);
@@ -442,6 +605,8 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
     for (auto& [n, b] : m.own_buffers()) {  // empty_like: the new block, then the moved one freed
       CategoryScope cs(Category::Other);
       set_data(b, make_tensor(b.sizes(), b.dtype(), "to_empty", Category::Other));
+      // the protocol copies its tables in after to_empty (Llama's cos/sin)
+      if (data) copy_values(b, init.at(b.impl()));
     }
     auto it = I.by_module.find(&m);
     if (it == I.by_module.end()) return;
@@ -455,6 +620,8 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
         fp->padded = make_tensor(shard_dims(*fp, pr), orig, "fsdp_shard", Category::Parameter);
         l.reset();
       }
+      // reset_parameters on the local shard: the full build's rows of this rank
+      if (data) fill_shard(fp->padded, init.at(fp->p.impl()), o.world, o.rank);
       Tensor v = make_view(fp->padded, shard_dims(*fp, lr), contiguous_strides(shard_dims(*fp, lr)), 0);
       v.impl()->is_view = false;  // a leaf nn.Parameter (DTensor local tensor)
       v.requires_grad_(fp->p.requires_grad());

@@ -21,12 +21,17 @@
 //   reduce-scatter stream, whose views become the sharded gradients; the input stays until
 //   the next reduce-scatter; the root's gradients are reduced in the final callback.
 // Streams are the caching allocator's: blocks freed on one are not reused by another.
+// On a backend with data the same program moves the values: the shards hold rows of the
+// parameters the unsharded build initialises, the copy-in/all-gather/copy-out and the
+// copy-in/reduce-scatter run through the process group (a real job's NCCL ranks, a group
+// of one, or none at world 1), the casts of the mixed-precision policy included.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/core/context.h"
 #include "engine/models/model.h"
+#include "engine/parallel/process_group.h"
 
 namespace vramlab::engine {
 
@@ -35,6 +40,9 @@ struct FsdpOptions {
   bool reshard_after_forward = true;
   bool has_param_dtype = false, has_reduce_dtype = false;
   DType param_dtype = DType::Float32, reduce_dtype = DType::Float32;
+  // A real job's rank (or a group of one): the all-gathers and reduce-scatters run through
+  // it. Null: the simulated device (memory only), or world 1 on a backend with data.
+  ProcessGroup* group = nullptr;
 };
 
 // Streams as the allocator sees them (ids are ours; only their distinctness matters).
@@ -51,6 +59,10 @@ class Fsdp {
   // The sharded parameters (local views), in model.parameters() order: what the
   // optimizer is built over.
   const std::vector<Tensor>& sharded_parameters() const { return sharded_; }
+  // FNV-1a over every parameter's full (unpadded) bytes in model.parameters() order,
+  // gathered from the ranks through g outside the allocator: what a run without FSDP
+  // hashes for the same values. 0 where tensors hold no data.
+  uint64_t fingerprint(ProcessGroup& g) const;
   ~Fsdp();
 
   struct Impl;

@@ -3,6 +3,7 @@
 #ifdef VRAMLAB_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -63,16 +64,55 @@ class NcclGroup : public ProcessGroup {
     run(api_.broadcast(p, p, size_t(t.numel()), nccl_type(t.dtype()), root, comm_, stream()), "ncclBroadcast");
   }
 
+  // FSDP2's all-gather: `in` is this rank's slice of `out` (NCCL's in-place form).
+  void all_gather_into_tensor(const Tensor& out, const Tensor& in) override {
+    count_all_gather(out);
+    if (in.dtype() != out.dtype() || out.numel() != in.numel() * world_)
+      throw std::invalid_argument("all_gather_into_tensor: out must hold world x in");
+    run(api_.all_gather(data_of(in), data_of(out), size_t(in.numel()), nccl_type(in.dtype()), comm_, stream()),
+        "ncclAllGather");
+  }
+
+  void reduce_scatter_tensor(const Tensor& out, const Tensor& in, bool avg) override {
+    count_reduce_scatter(in);
+    if (in.dtype() != out.dtype() || in.numel() != out.numel() * world_)
+      throw std::invalid_argument("reduce_scatter_tensor: in must hold world x out");
+    run(api_.reduce_scatter(data_of(in), data_of(out), size_t(out.numel()), nccl_type(in.dtype()),
+                            avg ? kNcclAvg : kNcclSum, comm_, stream()),
+        "ncclReduceScatter");
+  }
+
+  // Through a private cudaMalloc'ed buffer, outside the caching allocator.
+  std::vector<uint8_t> gather_to_host(const Tensor& t) override {
+    const size_t n = t.nbytes();
+    std::vector<uint8_t> host(n * size_t(world_));
+    if (n == 0) return host;
+    void* s = stream();
+    void* buf = nullptr;
+    check_cuda(cudaMalloc(&buf, host.size()), "cudaMalloc");
+    try {
+      // as bytes: any dtype
+      run(api_.all_gather(data_of(t), buf, n, kNcclUint8, comm_, s), "ncclAllGather");
+      check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(s)), "cudaStreamSynchronize");
+      check_cuda(cudaMemcpy(host.data(), buf, host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    } catch (...) {
+      cudaFree(buf);
+      throw;
+    }
+    cudaFree(buf);
+    return host;
+  }
+
   uint64_t fingerprint(const std::vector<Tensor>& ts) override {
     check_cuda(cudaSetDevice(rank_), "cudaSetDevice");
     check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())), "cudaStreamSynchronize");
-    uint64_t h = 14695981039346656037ull;  // FNV-1a over every tensor's bytes in order
+    uint64_t h = fnv1a(nullptr, 0);  // over every tensor's bytes in order
     std::vector<unsigned char> host;
     for (const Tensor& t : ts) {
       if (!t.is_contiguous()) throw std::invalid_argument("fingerprint: a non-contiguous tensor");
       host.resize(t.nbytes());
       check_cuda(cudaMemcpy(host.data(), data_of(t), t.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (unsigned char c : host) h = (h ^ c) * 1099511628211ull;
+      h = fnv1a(host.data(), host.size(), h);
     }
     return h;
   }
@@ -133,9 +173,11 @@ std::unique_ptr<ProcessGroup> make_nccl_group(int rank, int world, const NcclUni
   try {
     check_cuda(cudaSetDevice(rank), "cudaSetDevice");
     check_cuda(cudaFree(nullptr), "cudaFree(0)");  // the context, before the first reading
-    check_cuda(cudaMalloc(&scratch, 256), "cudaMalloc");
+    // 64 floats per rank for the all-gather's output and the reduce-scatter's input
+    const size_t scratch_bytes = std::max<size_t>(256, size_t(world) * 256);
+    check_cuda(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc");
     check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-    check_cuda(cudaMemsetAsync(scratch, 0, 256, s), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(scratch, 0, scratch_bytes, s), "cudaMemsetAsync");
     check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     f.before_init = device_used();
     check_nccl(*api, api->comm_init_rank(&comm, world, id, rank), "ncclCommInitRank");
@@ -146,6 +188,14 @@ std::unique_ptr<ProcessGroup> make_nccl_group(int rank, int world, const NcclUni
     check_nccl(*api, api->broadcast(scratch, scratch, 64, kNcclFloat32, 0, comm, s), "ncclBroadcast");
     check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     f.after_first_broadcast = device_used();
+    float* base = static_cast<float*>(scratch);
+    check_nccl(*api, api->all_gather(base + rank * 64, base, 64, kNcclFloat32, comm, s), "ncclAllGather");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    f.after_first_all_gather = device_used();
+    check_nccl(*api, api->reduce_scatter(base, base + rank * 64, 64, kNcclFloat32, kNcclAvg, comm, s),
+               "ncclReduceScatter");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    f.after_first_reduce_scatter = device_used();
     cudaStreamDestroy(s);
     cudaFree(scratch);
   } catch (const std::exception& e) {

@@ -41,13 +41,16 @@ const NcclApi* load_nccl_from(const std::vector<std::string>& names, std::string
   bool ok = sym(lib, "ncclGetVersion", api->get_version) && sym(lib, "ncclGetUniqueId", api->get_unique_id) &&
             sym(lib, "ncclCommInitRank", api->comm_init_rank) && sym(lib, "ncclCommDestroy", api->comm_destroy) &&
             sym(lib, "ncclCommAbort", api->comm_abort) && sym(lib, "ncclAllReduce", api->all_reduce) &&
-            sym(lib, "ncclBroadcast", api->broadcast) && sym(lib, "ncclGetErrorString", api->error_string);
+            sym(lib, "ncclBroadcast", api->broadcast) && sym(lib, "ncclAllGather", api->all_gather) &&
+            sym(lib, "ncclReduceScatter", api->reduce_scatter) && sym(lib, "ncclGetErrorString", api->error_string);
   if (ok) ok = api->get_version(&api->version) == kNcclSuccess;
   // ncclAvg arrived in 2.10 (version code 21000)
   if (!ok || api->version < 21000) {
     if (why)
-      *why = loaded + (ok ? " is NCCL " + std::to_string(api->version) + "; ncclAvg needs 2.10 or later"
-                          : " lacks a needed entry point (ncclCommInitRank, ncclAllReduce, ncclBroadcast, ...)");
+      *why =
+          loaded + (ok ? " is NCCL " + std::to_string(api->version) + "; ncclAvg needs 2.10 or later"
+                       : " lacks a needed entry point (ncclCommInitRank, ncclAllReduce, ncclBroadcast, ncclAllGather, "
+                         "ncclReduceScatter, ...)");
     delete api;
     dlclose(lib);
     return nullptr;

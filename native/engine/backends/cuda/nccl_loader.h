@@ -16,7 +16,14 @@ using ncclComm_t = struct ncclComm*;
 using ncclResult_t = int;  // ncclSuccess = 0
 constexpr ncclResult_t kNcclSuccess = 0;
 // ncclDataType_t
-enum NcclDataType : int { kNcclInt64 = 4, kNcclFloat16 = 6, kNcclFloat32 = 7, kNcclFloat64 = 8, kNcclBFloat16 = 9 };
+enum NcclDataType : int {
+  kNcclUint8 = 1,
+  kNcclInt64 = 4,
+  kNcclFloat16 = 6,
+  kNcclFloat32 = 7,
+  kNcclFloat64 = 8,
+  kNcclBFloat16 = 9
+};
 // ncclRedOp_t
 enum NcclRedOp : int { kNcclSum = 0, kNcclAvg = 4 };
 
@@ -28,6 +35,11 @@ struct NcclApi {
   ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
   ncclResult_t (*all_reduce)(const void*, void*, size_t, NcclDataType, NcclRedOp, ncclComm_t, void* stream) = nullptr;
   ncclResult_t (*broadcast)(const void*, void*, size_t, NcclDataType, int, ncclComm_t, void* stream) = nullptr;
+  // ncclAllGather(sendbuff, recvbuff, sendcount, ...): recvbuff holds nranks * sendcount
+  ncclResult_t (*all_gather)(const void*, void*, size_t, NcclDataType, ncclComm_t, void* stream) = nullptr;
+  // ncclReduceScatter(sendbuff, recvbuff, recvcount, ...): sendbuff holds nranks * recvcount
+  ncclResult_t (*reduce_scatter)(const void*, void*, size_t, NcclDataType, NcclRedOp, ncclComm_t,
+                                 void* stream) = nullptr;
   const char* (*error_string)(ncclResult_t) = nullptr;
   std::string library;  // the soname that loaded
   int version = 0;      // NCCL_VERSION_CODE, e.g. 22809
