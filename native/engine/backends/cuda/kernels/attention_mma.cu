@@ -29,8 +29,6 @@
 // Softmax runs in base 2 (exp2 of scores pre-multiplied by scale * log2 e), as FA2 does.
 // Shared-memory rows are padded by 16 bytes, which makes the 8 row addresses of every
 // ldmatrix fall in distinct banks.
-#include <cstdlib>
-
 #include "engine/backends/cuda/kernels/launch.h"
 #include "engine/backends/cuda/kernels/mma_tile.cuh"
 #include "engine/backends/cuda/kernels/tile_launch.cuh"
@@ -46,11 +44,13 @@ using namespace mma;
 
 // kM 16-row tiles a warp: each K or V fragment read from shared memory feeds kM
 // products (shared-memory bandwidth, not the tensor cores, bounds one tile a warp);
-// kQRegs: Q's fragments held in registers for the whole loop, else read per tile.
-template <class T, int D, int M, bool QR>
+// kQRegs: Q's fragments held in registers for the whole loop (head dim 64), else read
+// per tile (128: no registers left). Measured on an H100 against 8 warps x 16 queries
+// and against 128-key tiles (docs/gpu-runs/2026-11-26-h100-attn.txt): this is fastest.
+template <class T, int D>
 struct Fwd {
-  static constexpr int kM = M, kWarps = 8 / M, kThreads = 32 * kWarps, BR = 128, BC = 64, LD = D + 8;
-  static constexpr bool kQRegs = QR;
+  static constexpr int kM = 2, kWarps = 4, kThreads = 32 * kWarps, BR = 128, BC = 64, LD = D + 8;
+  static constexpr bool kQRegs = D == 64;
   static constexpr size_t tr = sizeof(T) * BR * LD, tc = sizeof(T) * BC * LD;  // tile bytes
   // Q, then K and V of stage 0, K and V of stage 1
   static constexpr size_t q = 0, kv = tr, bytes = kv + 4 * tc;
@@ -58,10 +58,10 @@ struct Fwd {
 
 // grid (B * Hq, query tiles), longest (causal) tiles first. The causal mask is top-left
 // aligned (key j seen by query i when j <= i), as the CPU reference's.
-template <class T, int D, int kM, bool kQR>
-__global__ void __launch_bounds__(Fwd<T, D, kM, kQR>::kThreads, D == 64 ? 2 : 1)
+template <class T, int D>
+__global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
     attn_fwd_mma(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
-  using C = Fwd<T, D, kM, kQR>;
+  using C = Fwd<T, D>;
   constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads, M = C::kM;
   extern __shared__ __align__(128) unsigned char smem[];
   T* Qs = reinterpret_cast<T*>(smem + C::q);
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(Fwd<T, D, kM, kQR>::kThreads, D == 64 ? 2 : 1)
         for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            float x = s[m][nt][e] * sl2;
+            float x = s[m][nt][e];  // the max on raw scores: scale > 0 keeps the order
             if (mask) {
               const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_m + g + 8 * (e >> 1);
               if (j >= Sk || (causal && j > i)) x = -INFINITY;
@@ -160,9 +160,9 @@ __global__ void __launch_bounds__(Fwd<T, D, kM, kQR>::kThreads, D == 64 ? 2 : 1)
         for (int r = 0; r < 2; ++r) {
           mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
           mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-          const float m_new = fmaxf(mrow[m][r], mx[r]);
+          const float m_new = fmaxf(mrow[m][r], mx[r] * sl2);
           mb[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing seen yet stays at 0
-          corr[r] = exp2f(mrow[m][r] - mb[r]);
+          corr[r] = ex2(mrow[m][r] - mb[r]);
           mrow[m][r] = m_new;
           l[m][r] *= corr[r];
         }
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(Fwd<T, D, kM, kQR>::kThreads, D == 64 ? 2 : 1)
         for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[m][nt][e] - mb[e >> 1]);
+            const float p = ex2(fmaf(s[m][nt][e], sl2, -mb[e >> 1]));
             s[m][nt][e] = p;
             l[m][e >> 1] += p;  // this lane's part of the row sum; the quad adds up at the end
           }
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(Dq<T, D>::kThreads, D == 64 ? 3 : 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
-        float p = exp2f(s[nt][e] * sl2 - ll[r]);
+        float p = ex2(fmaf(s[nt][e], sl2, -ll[r]));
         if (mask) {
           const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_w + g + 8 * r;
           if (j >= Sk || (causal && j > i)) p = 0.f;
@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(Dkv<T, D>::kThreads, D == 64 ? 3 : 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = nt * 8 + 2 * tq + (e & 1);
-        float p = exp2f(s[nt][e] * sl2 - Ls[c]);
+        float p = ex2(fmaf(s[nt][e], sl2, -Ls[c]));
         if (mask) {
           const int64_t i = i0 + c, j = key_w + g + 8 * (e >> 1);
           if (i >= Sq || (causal && j > i)) p = 0.f;
@@ -465,44 +465,20 @@ __global__ void __launch_bounds__(Dkv<T, D>::kThreads, D == 64 ? 3 : 2)
 
 // ---- launches ----------------------------------------------------------------------------------
 
-// The forward's tiling: 0: 8 warps x 16 queries, Q in registers; 1: 4 warps x 32 queries,
-// Q in registers; 2: 4 warps x 32 queries, Q read per tile. VRAMLAB_ATTN_FWD=<n> overrides
-// the default per head dim (for measuring them side by side).
-int fwd_variant(int64_t D) {
-  static const int forced = [] {
-    const char* e = std::getenv("VRAMLAB_ATTN_FWD");
-    return e && *e ? std::atoi(e) : -1;
-  }();
-  if (forced >= 0 && forced <= 2) return forced;
-  return D == 64 ? 1 : 2;
-}
-
-template <class T, int D, int M, bool QR>
-void launch_fwd(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v, bool causal,
-                float scale, cudaStream_t stream) {
-  using C = Fwd<T, D, M, QR>;
-  auto kernel = attn_fwd_mma<T, D, M, QR>;
-  set_smem(kernel, C::bytes);
-  dim3 grid(unsigned(q.size[0] * q.size[1]), tiles(q.size[2], C::BR));
-  kernel<<<grid, C::kThreads, C::bytes, stream>>>(out, lse, q, k, v, causal, scale);
-}
-
 }  // namespace
 
 bool launch_attention_mma(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v,
                           bool causal, float scale, cudaStream_t stream) {
   int64_t D = 0;
   if (k.size[2] <= 0 || !mma_ok(q, k, {&out}, {&v}, &D)) return false;
-  const int variant = fwd_variant(D);
   with_type_and_dim(q.dtype, D, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int kD = decltype(d)::value;
-    if (variant == 0)
-      launch_fwd<T, kD, 1, true>(out, lse, q, k, v, causal, scale, stream);
-    else if (variant == 1)
-      launch_fwd<T, kD, 2, true>(out, lse, q, k, v, causal, scale, stream);
-    else
-      launch_fwd<T, kD, 2, false>(out, lse, q, k, v, causal, scale, stream);
+    using C = Fwd<T, kD>;
+    auto kernel = attn_fwd_mma<T, kD>;
+    set_smem(kernel, C::bytes);
+    dim3 grid(unsigned(q.size[0] * q.size[1]), tiles(q.size[2], C::BR));
+    kernel<<<grid, C::kThreads, C::bytes, stream>>>(out, lse, q, k, v, causal, scale);
   });
   check_launch("attention (mma)");
   return true;

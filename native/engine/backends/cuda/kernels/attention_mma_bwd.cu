@@ -72,6 +72,7 @@ __global__ void __launch_bounds__(256) attn_bwd_convert(View4 dq, View4 acc, int
 
 // ---- main -------------------------------------------------------------------------------------
 
+// 4 warps: measured faster on an H100 than 8 (128 keys a block, half the dQ atomics).
 template <class T, int D>
 struct Fused {
   static constexpr int kWarps = 4, kThreads = 32 * kWarps, BC = 16 * kWarps, BR = D == 64 ? 64 : 32, LD = D + 8;
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(Fused<T, D>::kThreads, 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = nt * 8 + 2 * tq + (e & 1);
-        float p = exp2f(s[nt][e] * sl2 - L[c] * kLog2e);
+        float p = ex2(fmaf(s[nt][e], sl2, -L[c] * kLog2e));
         if (mask) {
           const int64_t i = i0 + c, j = key_w + g + 8 * (e >> 1);
           if (i >= Sq || j >= Sk || (causal && j > i)) p = 0.f;
