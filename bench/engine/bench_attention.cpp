@@ -1,8 +1,8 @@
 // The CUDA attention kernels alone on cuda:0: ms per forward and per backward (dQ and
 // dK/dV) for one layer's shape, q, k, v as views of a packed (B, S, 3, H, D) buffer (as
 // the models' qkv projection makes them), out and the gradients in (B, S, H, D) as the
-// flash backend lays them out. The buffers are this benchmark's; the kernels allocate
-// nothing.
+// flash backend lays them out, and the backward's scratch as the engine allocates it for
+// flash. The buffers are this benchmark's; the kernels allocate nothing.
 //   vramlab_bench_attention [B H S D bf16|f16|f32 causal(0|1)]   -> JSON
 // (default: GPT-2 small's layer, 8 12 1024 64 bf16 1)
 #include <cuda_runtime.h>
@@ -79,6 +79,12 @@ int main(int argc, char** argv) {
   const size_t es = dt == kF32 ? 4 : 2;
   for (void** p : {&out, &dq, &dk, &dv}) check(cudaMalloc(p, size_t(n) * es), "cudaMalloc");
   check(cudaMalloc(&lse, size_t(B * H * S) * 4), "cudaMalloc");
+  // the flash backend's backward scratch as the engine allocates it (ops/attention.cpp):
+  // dq_accum (B, S rounded to 128, H, D rounded to 32) and softmax_d (B, H, S rounded), float
+  const int64_t Sr = (S + 127) / 128 * 128, Dr = (D + 31) / 32 * 32;
+  void *acc = nullptr, *rsum = nullptr;
+  check(cudaMalloc(&acc, size_t(B * Sr * H * Dr) * 4), "cudaMalloc");
+  check(cudaMalloc(&rsum, size_t(B * H * Sr) * 4), "cudaMalloc");
   const int64_t sz[4] = {B, H, S, D}, packed[4] = {S * 3 * H * D, D, 3 * H * D, 1}, bshd[4] = {S * H * D, D, H * D, 1};
   View4 q = view(qkv, dt, sz, packed), k = view(qkv + H * D * es, dt, sz, packed),
         v = view(qkv + 2 * H * D * es, dt, sz, packed);
@@ -89,7 +95,10 @@ int main(int argc, char** argv) {
   l.dtype = kF32;
   const float scale = float(1.0 / std::sqrt(double(D)));
   auto fwd = [&] { launch_attention(o, l, q, k, v, causal, scale, nullptr); };
-  auto bwd = [&] { launch_attention_backward(vdq, vdk, vdv, g, q, k, v, o, l, causal, scale, nullptr); };
+  const int64_t asz[4] = {B, H, S, D}, ast[4] = {Sr * H * Dr, Dr, H * Dr, 1}, rsz[4] = {B, H, S, 1},
+                rst[4] = {H * Sr, Sr, 1, 0};
+  View4 vacc = view(acc, kF32, asz, ast), vrs = view(rsum, kF32, rsz, rst);
+  auto bwd = [&] { launch_attention_backward(vdq, vdk, vdv, g, q, k, v, o, l, vacc, vrs, causal, scale, nullptr); };
   auto time_ms = [&](auto&& f) {
     for (int i = 0; i < 3; ++i) f();
     cudaEvent_t a, b;

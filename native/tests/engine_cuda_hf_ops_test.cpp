@@ -145,8 +145,8 @@ TEST_F(EngineCudaHfOps, GroupedQueryAttentionAndAttentionDropoutMatchCpu) {
           cpu().attention_dropout_backward(cdq, cdk, cdv, dout, q, k, v, co, cl, true, scale, p, 7);
           gpu().attention_dropout_backward(gdq, gdk, gdv, gdo, gq, gk, gv, go2, gl2, true, scale, p, 7);
         } else {
-          cpu().attention_backward(cdq, cdk, cdv, dout, q, k, v, co, cl, true, scale);
-          gpu().attention_backward(gdq, gdk, gdv, gdo, gq, gk, gv, go2, gl2, true, scale);
+          cpu().attention_backward(cdq, cdk, cdv, dout, q, k, v, co, cl, true, scale, {});
+          gpu().attention_backward(gdq, gdk, gdv, gdo, gq, gk, gv, go2, gl2, true, scale, {});
         }
         EXPECT_LT(rel_err(gdq, cdq), tol * 2);
         EXPECT_LT(rel_err(gdk, cdk), tol * 2);

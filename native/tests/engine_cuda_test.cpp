@@ -317,6 +317,21 @@ class EngineCudaOps : public ::testing::Test {
     return h.to_vector();
   }
   std::vector<double> cpu_values(const Tensor& t) { return t.to_vector(); }
+  // The backward's scratch as the engine allocates it for the flash backend
+  // (ops/attention.cpp): dq_accum (B, S rounded to 128, H, D rounded to 32) and softmax_d
+  // (B, H, S rounded), NaN-filled, as views over (B, H, S[, D]).
+  Backend::AttentionScratch flash_scratch(int64_t B, int64_t H, int64_t S, int64_t D) {
+    const int64_t Sr = (S + 127) / 128 * 128, Dr = (D + 31) / 32 * 32;
+    Tensor acc = gpu_poisoned({B, Sr, H, Dr}, DType::Float32), rs = gpu_poisoned({B, H, Sr}, DType::Float32);
+    return {make_view(acc, {B, H, S, D}, {Sr * H * Dr, Dr, H * Dr, 1}, 0),
+            make_view(rs, {B, H, S}, {H * Sr, Sr, 1}, 0)};
+  }
+  // cuDNN's: one flat float workspace, the accumulator (B, H, S, D) first, then the row sums.
+  Backend::AttentionScratch cudnn_scratch(int64_t B, int64_t H, int64_t S, int64_t D) {
+    Tensor ws = gpu_poisoned({B * H * S * D + B * H * S + 64}, DType::Float32);
+    return {make_view(ws, {B, H, S, D}, {H * S * D, S * D, D, 1}, 0),
+            make_view(ws, {B, H, S}, {H * S, S, 1}, B * H * S * D)};
+  }
 
   std::shared_ptr<cuda::CudaBackend> gpu_be_;
   std::shared_ptr<Device> device_;
@@ -790,8 +805,10 @@ TEST_F(EngineCudaOps, CausalAttentionForwardAndBackwardOnTransposedViews) {
                dv_c = cpu_empty({B, H, S, D}, dt);
         Tensor dq_g = gpu_poisoned({B, H, S, D}, dt), dk_g = gpu_poisoned({B, H, S, D}, dt),
                dv_g = gpu_poisoned({B, H, S, D}, dt);
-        cpu_be().attention_backward(dq_c, dk_c, dv_c, go_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), o_c, l_c, causal, scale);
-        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), o_in, l_in, causal, scale);
+        cpu_be().attention_backward(dq_c, dk_c, dv_c, go_c, bhsd(q_c), bhsd(k_c), bhsd(v_c), o_c, l_c, causal, scale,
+                                    {});
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, bhsd(q_g), bhsd(k_g), bhsd(v_g), o_in, l_in, causal, scale,
+                                    flash_scratch(B, H, S, D));
         EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
         EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
         EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
@@ -864,8 +881,9 @@ TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
           Tensor dq_g = gpu_poisoned({B, H, Sq, D}, dt), dk_g = gpu_poisoned({B, H, Sk, D}, dt),
                  dv_g = gpu_poisoned({B, H, Sk, D}, dt);
           cpu_be().attention_backward(dq_c, dk_c, dv_c, f64(go_c), f64(q_c), f64(k_c), f64(v_c), f64(o_c), f64(l_c),
-                                      causal, scale);
-          gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_in, l_in_pad, causal, scale);
+                                      causal, scale, {});
+          // no scratch: the two-pass tensor-core kernels (fp16/bf16) and the tiled ones (fp32)
+          gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_in, l_in_pad, causal, scale, {});
           EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
           EXPECT_LE(rel_err(values(dk_g), cpu_values(dk_c)), ttol(dt)) << what << " dk";
           EXPECT_LE(rel_err(values(dv_g), cpu_values(dv_c)), ttol(dt)) << what << " dv";
@@ -918,7 +936,7 @@ TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
           gpu_be().copy_to_host(l_back.data_ptr(), l_g, l_g.nbytes());
         }
         cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), causal,
-                                    scale);
+                                    scale, {});
         auto group_sum = [&](const Tensor& r) {
           std::vector<double> acc(size_t(B * Hk * S * D), 0.0);
           const auto* p = static_cast<const double*>(r.data_ptr());
@@ -930,10 +948,85 @@ TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
         };
         Tensor dq_g = gpu_poisoned({B, Hq, S, D}, dt), dk_g = gpu_poisoned({B, Hk, S, D}, dt),
                dv_g = gpu_poisoned({B, Hk, S, D}, dt);
-        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, causal, scale);
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, causal, scale, {});
         EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
         EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
         EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+      }
+}
+
+// The one-pass backward (attention_mma_bwd.cu), which computes in the scratch the engine
+// allocates for PyTorch's backends: in flash's layout (rows padded to 128, head dim to
+// 32) and cuDNN's flat workspace, both NaN-filled first (the kernels zero what they
+// accumulate in); sequences that end mid-tile (37, 150, 300: neither 64 keys nor 32 or 64
+// queries divide them), fewer queries than keys and the reverse, grouped-query heads.
+// The reference: float64 attention on k, v repeated per group, from the GPU's forward.
+TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheReference) {
+  struct Case {
+    int64_t hq, hk, sq, sk;
+    bool causal, cudnn_layout;
+  };
+  const Case cases[] = {{6, 2, 300, 300, true, false}, {6, 2, 300, 300, false, true}, {2, 2, 37, 37, true, true},
+                        {2, 2, 150, 150, true, false}, {2, 2, 70, 150, false, false}, {2, 2, 150, 70, false, true}};
+  const int64_t B = 2;
+  auto f64 = [&](const Tensor& t) {
+    Tensor c = cpu_empty(t.sizes(), DType::Float64);
+    cpu_be().unary(UnaryOp::Copy, c, t, 0);
+    return c;
+  };
+  for (int64_t D : {int64_t(64), int64_t(128)})
+    for (DType dt : {DType::Float16, DType::BFloat16})
+      for (const Case& c : cases) {
+        const int64_t Hq = c.hq, Hk = c.hk, G = Hq / Hk, Sq = c.sq, Sk = c.sk;
+        const double scale = 1.0 / std::sqrt(double(D));
+        const std::string what = std::string(dtype_name(dt)) + (c.causal ? " causal" : " full") +
+                                 " D=" + std::to_string(D) + " Hq/Hk=" + std::to_string(Hq) + "/" + std::to_string(Hk) +
+                                 " Sq=" + std::to_string(Sq) + " Sk=" + std::to_string(Sk) +
+                                 (c.cudnn_layout ? " cudnn scratch" : " flash scratch");
+        Tensor q_c = cpu_rand({B, Hq, Sq, D}, dt), k_c = cpu_rand({B, Hk, Sk, D}, dt),
+               v_c = cpu_rand({B, Hk, Sk, D}, dt), go_c = cpu_rand({B, Hq, Sq, D}, dt);
+        auto repeat = [&](const Tensor& t) {
+          Tensor r = cpu_empty({B, Hq, Sk, D}, DType::Float64);
+          for (int64_t h = 0; h < Hq; ++h)
+            cpu_be().unary(UnaryOp::Copy, make_view(r, {B, Sk, D}, {Hq * Sk * D, D, 1}, h * Sk * D),
+                           make_view(t, {B, Sk, D}, {Hk * Sk * D, D, 1}, (h / G) * Sk * D), 0);
+          return r;
+        };
+        Tensor kr = repeat(k_c), vr = repeat(v_c);
+        Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
+        Tensor o_g = gpu_poisoned({B, Hq, Sq, D}, dt), l_g = gpu_poisoned({B, Hq, Sq}, DType::Float32);
+        gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, c.causal, scale);
+        Tensor o_back = cpu_empty({B, Hq, Sq, D}, dt), l_back = cpu_empty({B, Hq, Sq}, DType::Float32);
+        {
+          ContextGuard g(*gpu_);
+          gpu_be().copy_to_host(o_back.data_ptr(), o_g, o_g.nbytes());
+          gpu_be().copy_to_host(l_back.data_ptr(), l_g, l_g.nbytes());
+        }
+        Tensor dq_c = cpu_empty({B, Hq, Sq, D}, DType::Float64), dkr = cpu_empty({B, Hq, Sk, D}, DType::Float64),
+               dvr = cpu_empty({B, Hq, Sk, D}, DType::Float64);
+        cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), c.causal,
+                                    scale, {});
+        auto group_sum = [&](const Tensor& r) {
+          std::vector<double> acc(size_t(B * Hk * Sk * D), 0.0);
+          const auto* p = static_cast<const double*>(r.data_ptr());
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t h = 0; h < Hq; ++h)
+              for (int64_t i = 0; i < Sk * D; ++i)
+                acc[size_t((b * Hk + h / G) * Sk * D + i)] += p[(b * Hq + h) * Sk * D + i];
+          return acc;
+        };
+        Backend::AttentionScratch scratch = c.cudnn_layout ? cudnn_scratch(B, Hq, Sq, D) : flash_scratch(B, Hq, Sq, D);
+        Tensor dq_g = gpu_poisoned({B, Hq, Sq, D}, dt), dk_g = gpu_poisoned({B, Hk, Sk, D}, dt),
+               dv_g = gpu_poisoned({B, Hk, Sk, D}, dt);
+        gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, c.causal, scale, scratch);
+        EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
+        EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+        // the row sums hold D = rowsum(dO * O): the one-pass kernels ran, in the engine's buffer
+        std::vector<double> go_v = cpu_values(go_c), o_v = cpu_values(o_back), rs(size_t(B * Hq * Sq), 0.0);
+        for (size_t r = 0; r < rs.size(); ++r)
+          for (int64_t d = 0; d < D; ++d) rs[r] += go_v[r * size_t(D) + size_t(d)] * o_v[r * size_t(D) + size_t(d)];
+        EXPECT_LE(rel_err(values(scratch.row_sums), rs), 1e-4) << what << " row sums";
       }
 }
 

@@ -114,9 +114,17 @@ class Backend {
   // given, lse[b, h, i] = the row's log-sum-exp (natural log), in float.
   virtual void attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v,
                          bool causal, double scale);
+  // `scratch`: buffers the engine allocated for this backward as PyTorch's kernel does
+  // (flash's dq_accum and softmax_d, cuDNN's workspace), which a data backend may use
+  // instead of allocating: a float dQ accumulator viewed as q's shape (B, Hq, Sq, D) and
+  // float row sums (B, Hq, Sq), any strides; either undefined when there is none. Their
+  // contents are the backend's to overwrite; the simulated and CPU backends ignore them.
+  struct AttentionScratch {
+    Tensor dq_accum, row_sums;
+  };
   virtual void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                   const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                  const Tensor& lse, bool causal, double scale);
+                                  const Tensor& lse, bool causal, double scale, const AttentionScratch& scratch);
   virtual void arange(const Tensor& out, double start);  // out[i] = start + i (1-D)
   // Rotary tables (T, D/2), unit column stride (rows may be strided, as the halves of
   // HF's (T, D) tables): angle[t, i] = (first + t) / theta^(2i/D); cos and sin of it.

@@ -29,7 +29,8 @@ void Backend::attention(const Tensor&, const Tensor*, const Tensor&, const Tenso
   missing(*this, "attention");
 }
 void Backend::attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                 const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double) {
+                                 const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double,
+                                 const AttentionScratch&) {
   missing(*this, "attention_backward");
 }
 void Backend::arange(const Tensor&, double) { missing(*this, "arange"); }

@@ -370,7 +370,7 @@ class CpuBackend : public Backend {
 
   void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
                           const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
-                          double scale) override {
+                          double scale, const AttentionScratch&) override {
     View gq(dq), gk(dk), gv(dv), go(dout), qv(q), kv(k), vv(v), ov(out), lv(lse);
     const int64_t B = q.size(0), H = q.size(1), Sq = q.size(2), D = q.size(3), Sk = k.size(2), Dv = v.size(3);
     auto at = [](const Tensor& t, int64_t b, int64_t h, int64_t i, int64_t d) {

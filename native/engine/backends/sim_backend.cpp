@@ -90,8 +90,8 @@ class SimBackend : public Backend {
     attention_time(flops, q, touched_bytes(q) + touched_bytes(k) + touched_bytes(v) + touched_bytes(out));
   }
   void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
-                          const Tensor& k, const Tensor& v, const Tensor& out, const Tensor&, bool causal,
-                          double) override {
+                          const Tensor& k, const Tensor& v, const Tensor& out, const Tensor&, bool causal, double,
+                          const AttentionScratch&) override {
     double B = double(q.size(0)), H = double(q.size(1)), Sq = double(q.size(2)), Sk = double(k.size(2));
     double flops = 10.0 * B * H * Sq * Sk * double(q.size(3)) * (causal ? 0.5 : 1.0);
     attention_time(flops, q,

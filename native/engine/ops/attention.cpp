@@ -107,11 +107,13 @@ void run_attention(const Tensor& out, const Tensor* lse, const Tensor& q, const 
   be().attention_dropout(out, lse ? *lse : Tensor(), q, k, v, causal, scale, drop.p, drop.seed);
 }
 
+// `scratch`: views of the workspaces allocated below as PyTorch's backends allocate them,
+// which a data backend may compute in (backend.h); the readings stay the modelled ones.
 void run_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
                             const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
-                            double scale, const AttnDropout& drop) {
+                            double scale, const AttnDropout& drop, const Backend::AttentionScratch& scratch) {
   if (drop.p <= 0 || !be().has_data())
-    return be().attention_backward(dq, dk, dv, dout, q, k, v, out, lse, causal, scale);
+    return be().attention_backward(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, scratch);
   be().attention_dropout_backward(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, drop.p, drop.seed);
 }
 
@@ -151,7 +153,10 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
       const int64_t bytes = B * H * S * D * 4 + B * H * S * 4 + 256 + dk_full + dv_full;
       driver_use(DriverUse::CudnnHandle);  // this thread's handle, before the graph's workspace
       Tensor ws = make_tensor({bytes / 4}, DType::Float32, "cudnn_workspace");
-      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale, drop);
+      // its start as the float dQ accumulator (B, H, S, D), then the row sums (B, H, S)
+      Backend::AttentionScratch scratch{make_view(ws, {B, H, S, D}, {H * S * D, S * D, D, 1}, 0),
+                                        make_view(ws, {B, H, S}, {H * S, S, 1}, B * H * S * D)};
+      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse_view(lse, S), causal, scale, drop, scratch);
     }
     return {dq, dk, dv};
   }
@@ -229,7 +234,10 @@ struct ScaledDotProductFlashAttentionBackward0 : Node {
       const int64_t s_rounded = round_up(S, 128), d_rounded = D <= 192 ? round_up(D, 32) : 256;
       Tensor softmax_d = make_tensor({B, H, s_rounded}, DType::Float32, "_flash_attention_backward");
       Tensor dq_accum = make_tensor({B, s_rounded, H, d_rounded}, DType::Float32, "_flash_attention_backward");
-      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse, causal, scale, drop);
+      Backend::AttentionScratch scratch{
+          make_view(dq_accum, {B, H, S, D}, {s_rounded * H * d_rounded, d_rounded, H * d_rounded, 1}, 0),
+          make_view(softmax_d, {B, H, S}, {H * s_rounded, s_rounded, 1}, 0)};
+      run_attention_backward(dq, dk, dv, g[0], q, k, v, out, lse, causal, scale, drop, scratch);
     }
     return {dq, dk, dv};
   }
@@ -378,8 +386,13 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
       }
       Tensor ws = make_tensor({efficient_workspace_bytes(half, B, H, M, N, K, Kv) / 4}, DType::Float32,
                               "_efficient_attention_backward");
+      // half types: the workspace's dQ tiles (at least B H M K floats) as a (B, H, M, K)
+      // accumulator, and delta, which the kernel computes, as the row sums
+      Backend::AttentionScratch scratch;
+      if (half && ws.numel() >= B * H * M * K)
+        scratch = {make_view(ws, {B, H, M, K}, {H * M * K, M * K, K, 1}, 0), delta};
       run_attention_backward(dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2), g[0], q, k, v, out,
-                             lse_view(lse, M), causal, scale, drop);
+                             lse_view(lse, M), causal, scale, drop, scratch);
     }
     return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
   }

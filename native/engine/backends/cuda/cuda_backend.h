@@ -60,7 +60,7 @@ class CudaBackend : public Backend {
                  double scale) override;
   void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
                           const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, bool causal,
-                          double scale) override;
+                          double scale, const AttentionScratch& scratch) override;
   void arange(const Tensor& out, double start) override;
   void rope_tables(const Tensor& cos, const Tensor& sin, double theta, int64_t first = 0) override;
   void argmax_last(const Tensor& out, const Tensor& in) override;

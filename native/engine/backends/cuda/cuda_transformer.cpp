@@ -101,11 +101,16 @@ void CudaBackend::attention(const Tensor& out, const Tensor* lse, const Tensor& 
 
 void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                      const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                     const Tensor& lse, bool causal, double scale) {
+                                     const Tensor& lse, bool causal, double scale, const AttentionScratch& scratch) {
   use_device();
   const char* w = "attention_backward";
+  View4 acc, rsum;  // null: none (the kernels then do without)
+  if (scratch.dq_accum.defined() && scratch.row_sums.defined()) {
+    acc = view4(scratch.dq_accum, w);
+    rsum = view4(scratch.row_sums, w);
+  }
   launch_attention_backward(view4(dq, w), view4(dk, w), view4(dv, w), view4(dout, w), view4(q, w), view4(k, w),
-                            view4(v, w), view4(out, w), view4(lse, w), causal, float(scale), stream_);
+                            view4(v, w), view4(out, w), view4(lse, w), acc, rsum, causal, float(scale), stream_);
 }
 
 void CudaBackend::arange(const Tensor& out, double start) {

@@ -48,9 +48,12 @@ void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, 
                                 const float* rstd, Vec w, cudaStream_t stream);
 void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v, bool causal,
                       float scale, cudaStream_t stream);
+// dq_accum (float, q's shape) and row_sums (float, (B, Hq, Sq)): the engine's scratch for
+// the backward (Backend::AttentionScratch); a null ptr when there is none.
 void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
-                               const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
-                               float scale, cudaStream_t stream);
+                               const View4& k, const View4& v, const View4& out, const View4& lse,
+                               const View4& dq_accum, const View4& row_sums, bool causal, float scale,
+                               cudaStream_t stream);
 // The tiled (FlashAttention-2 style) attention of attention_tiled.cu: tensor cores for
 // bf16/fp16, register-blocked tiles for fp32. False, with nothing launched, for what it
 // does not take (head dims other than 64 and 128, mixed dtypes, a strided head dim,
@@ -68,6 +71,13 @@ bool launch_attention_mma(const View4& out, const View4& lse, const View4& q, co
 bool launch_attention_backward_mma(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
                                    const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
                                    float scale, cudaStream_t stream);
+// One pass over the keys (attention_mma_bwd.cu): what launch_attention_backward_mma takes,
+// with the scratch the engine allocated (dQ accumulated in float there, D = rowsum(dO * O)
+// written to row_sums). False, with nothing launched, when either does not fit.
+bool launch_attention_backward_fused(const View4& dq, const View4& dk, const View4& dv, const View4& dout,
+                                     const View4& q, const View4& k, const View4& v, const View4& out, const View4& lse,
+                                     const View4& dq_accum, const View4& row_sums, bool causal, float scale,
+                                     cudaStream_t stream);
 void launch_arange(void* out, int32_t dtype, int64_t n, double start, cudaStream_t stream);
 // Row r of the tables starts at element r * ld; positions first, first + 1, ...
 void launch_rope_tables(void* cos, void* sin, int32_t dtype, int64_t t, int64_t half, int64_t ld, int64_t first,

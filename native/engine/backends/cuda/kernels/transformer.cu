@@ -445,10 +445,13 @@ void launch_attention(const View4& out, const View4& lse, const View4& q, const 
 }
 
 void launch_attention_backward(const View4& dq, const View4& dk, const View4& dv, const View4& dout, const View4& q,
-                               const View4& k, const View4& v, const View4& out, const View4& lse, bool causal,
-                               float scale, cudaStream_t stream) {
+                               const View4& k, const View4& v, const View4& out, const View4& lse,
+                               const View4& dq_accum, const View4& row_sums, bool causal, float scale,
+                               cudaStream_t stream) {
   const int64_t qrows = q.size[0] * q.size[1] * q.size[2], krows = k.size[0] * k.size[1] * k.size[2];
   if (qrows == 0 || krows == 0) return;
+  if (launch_attention_backward_fused(dq, dk, dv, dout, q, k, v, out, lse, dq_accum, row_sums, causal, scale, stream))
+    return;
   if (launch_attention_backward_mma(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   if (launch_attention_backward_tiled(dq, dk, dv, dout, q, k, v, out, lse, causal, scale, stream)) return;
   with_per_lane(std::max(q.size[3], v.size[3]), [&](auto pl) {
