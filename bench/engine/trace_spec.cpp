@@ -2,23 +2,32 @@
 // module" / "F ..." / "S ..." segment allocs), for comparing the engine's allocation
 // sequence with a PyTorch trace of the same spec (bench/torch/trace_protocol.py):
 //   vramlab_trace_spec '{"model":{"kind":"gpt",...},"batch":8}'   (a partial spec)
+//   vramlab_trace_spec --hf '{"hf":{"arch":...},...}' [DEVICE]     (an hf_protocol.py spec)
 #include <cstdio>
 #include <variant>
 
 #include "runner/job_spec.h"
 #include "runner/worker.h"
+#include "hf_spec_util.h"
 #include "spec_util.h"
 
 using namespace vramlab::runner;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s SPEC_JSON\n", argv[0]);
+  const bool hf = argc > 2 && std::string(argv[1]) == "--hf";
+  if (argc < 2 || (std::string(argv[1]) == "--hf" && argc < 3)) {
+    std::fprintf(stderr, "usage: %s SPEC_JSON | --hf PROTOCOL_SPEC_JSON [DEVICE]\n", argv[0]);
     return 2;
   }
   JobRequest r;
   r.kind = "experiment";
-  r.spec = vramlab::spectest::spec(argv[1]);
+  if (hf) {
+    const vramlab::engine::SpecValue p = vramlab::engine::parse_json(argv[2]);
+    r.spec = vramlab::engine::read_run_spec(
+        vramlab::spectest::hf_spec(p, argc > 3 ? std::string(argv[3]) : std::string("sim:h100-80gb")));
+  } else {
+    r.spec = vramlab::spectest::spec(argv[1]);
+  }
   r.spec.history = true;
   RunWorker w(make_job(r), [] {});
   w.start();
