@@ -312,6 +312,10 @@ class Gpt2LMHeadModel : public CausalLM {
       out = (*ln_f_)(x);
     }
     x.reset();
+    // CPython clears the frame's locals in slot order: inputs_embeds (a parameter) before
+    // position_embeds
+    inputs_embeds.reset();
+    position_embeds.reset();
     return out;
   }
 
