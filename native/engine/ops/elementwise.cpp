@@ -47,9 +47,9 @@ struct MulBackward0 : Node {
     if (should_compute_output(0)) r[0] = mul(g[0], other_.unpack(this));
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     other_.reset_data();
+    self_.reset_data();
   }
 };
 
@@ -68,9 +68,9 @@ struct DivBackward0 : Node {
     if (should_compute_output(0)) r[0] = div(g[0], other);
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     other_.reset_data();
+    self_.reset_data();
   }
 };
 
