@@ -163,8 +163,13 @@ class HfAttention : public Container {
     }
     o = o.reshape({B, T, H * D}).contiguous();
     // query_states, key_states and value_states are locals of the attention's forward:
-    // under checkpointing nothing saves them, yet they live until it returns, through o_proj.
-    return call("o_proj", o);
+    // under checkpointing nothing saves them, yet they live until it returns, through o_proj,
+    // and then go in slot order (query, key, value)
+    o = call("o_proj", o);
+    q.reset();
+    k.reset();
+    v.reset();
+    return o;
   }
 
  private:

@@ -73,12 +73,18 @@ Tensor RmsNorm::forward(const Tensor& x) {
     variance = mean(p, {-1}, true);
   }
   {
-    Tensor r;
+    // the rsqrt temporary goes when the product is made, before the rebinding frees the
+    // float32 copy (they differ where nothing saves them: checkpointed or no-grad forwards)
+    Tensor hn;
     {
-      Tensor a = add(variance, eps_);
-      r = rsqrt(a);
+      Tensor r;
+      {
+        Tensor a = add(variance, eps_);
+        r = rsqrt(a);
+      }
+      hn = mul(h, r);
     }
-    h = mul(h, r);
+    h = hn;
   }
   Tensor out;
   if (style_ == NormStyle::Olmo) {
@@ -88,6 +94,9 @@ Tensor RmsNorm::forward(const Tensor& x) {
     Tensor t = h.to(x.dtype());
     out = mul(weight, t);
   }
+  // the frame's locals go in slot order at return: hidden_states, then variance
+  h.reset();
+  variance.reset();
   return out;
 }
 
