@@ -61,7 +61,11 @@ Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     }
     b = mul(rot, sin_t);
   }
-  return add(a.transpose(1, 2), b.transpose(1, 2));
+  // the sum's operands are released left first
+  Tensor out = add(a.transpose(1, 2), b.transpose(1, 2));
+  a.reset();
+  b.reset();
+  return out;
 }
 
 class HfAttention : public Container {
@@ -269,7 +273,11 @@ class HfLayer : public Container {
                                             : r;
     h = call("mlp", h);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_feedforward_layernorm", h);
-    return engine::add(r, h);
+    // hidden_states = residual + hidden_states frees the MLP's output, then the return the residual
+    Tensor out = engine::add(r, h);
+    h.reset();
+    r.reset();
+    return out;
   }
 
   Tensor norm(const char* n, const Tensor& x) {
@@ -497,11 +505,21 @@ class HfCausalLM : public hf::CausalLM {
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);
     x.reset();
-    // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
-    position_ids.reset();
-    emb.reset();
-    full_mask.reset();
-    sliding_mask.reset();
+    if (arch_.masks == Arch::Masks::One) {
+      // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
+      position_ids.reset();
+      emb.reset();
+      full_mask.reset();
+      sliding_mask.reset();
+    } else {
+      // Qwen2/Qwen3/Gemma build mask_kwargs = {..., inputs_embeds, ..., position_ids} and
+      // causal_mask_mapping: the masks go with the mapping, then the kwargs release
+      // inputs_embeds before position_ids (PyTorch's trace of Qwen2)
+      full_mask.reset();
+      sliding_mask.reset();
+      emb.reset();
+      position_ids.reset();
+    }
     return out;
   }
 

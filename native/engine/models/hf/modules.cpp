@@ -131,6 +131,12 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
   }
   cos = c32.to(dtype);
   sin = s32.to(dtype);
+  // at return CPython clears the locals in slot order
+  pos.reset();
+  freqs.reset();
+  emb.reset();
+  c32.reset();
+  s32.reset();
 }
 
 Tensor positions_from(const Tensor& ar, int64_t past) {
@@ -207,7 +213,11 @@ Tensor causal_lm_loss(const Tensor& logits_in, const Tensor& labels, int64_t voc
     copy_(head, labels);
   }
   Tensor shift = padded.slice(1, 1, T + 1).contiguous();
-  return cross_entropy(logits.view({-1, vocab}), shift.view({-1}));
+  Tensor loss = cross_entropy(logits.view({-1, vocab}), shift.view({-1}));
+  // the frame's locals go in slot order: logits (the float copy), then the padded labels
+  logits.reset();
+  padded.reset();
+  return loss;
 }
 
 }  // namespace vramlab::engine::hf
