@@ -196,6 +196,10 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     n->philox_offset_ = SavedVariable(offset, false);
     if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
+  // the op's result tuple goes element by element: logsumexp, then the philox seed and offset
+  lse.reset();
+  seed.reset();
+  offset.reset();
   return out;
 }
 

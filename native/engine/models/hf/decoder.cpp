@@ -159,6 +159,8 @@ class HfAttention : public Container {
       // k and v itself (no enable_gqa), not causal; the copies go when it returns
       Tensor kr = hf::repeat_kv(k, H / KV), vr = hf::repeat_kv(v, H / KV);
       o = scaled_dot_product_attention_masked(q, kr, vr, B, scale);
+      kr.reset();  // sdpa_attention_forward's locals in slot order: key, then value
+      vr.reset();
       o = o.transpose(1, 2).contiguous();
     } else {
       // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
@@ -215,6 +217,8 @@ class HfMlp : public Container {
       Tensor g = act(call("gate_proj", x));
       Tensor u = call("up_proj", x);
       p = mul(g, u);
+      g.reset();  // the product's operands are released left first
+      u.reset();
     }
     return call("down_proj", p);
   }
