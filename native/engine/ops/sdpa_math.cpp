@@ -28,7 +28,10 @@ struct SafeSoftmaxBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
     Tensor result = result_.unpack(this);
-    return {make_tensor(result.sizes(), self_dtype, "_softmax_backward_data")};
+    // _softmax_backward_data on CUDA: grad_input, then the grad * output temporary
+    Tensor grad_input = make_tensor(result.sizes(), self_dtype, "_softmax_backward_data");
+    Tensor tmp = make_tensor(result.sizes(), result.dtype(), "mul");
+    return {grad_input};
   }
   void release_variables() override { result_.reset_data(); }
 };
