@@ -113,6 +113,17 @@ Tensor sdpa_math(const Tensor& q, const Tensor& k, const Tensor& v, bool is_caus
   // make_tuple(matmul(attn, v).to(origin), attn.to(origin)): GCC evaluates the second first
   Tensor attn_out = attn.to(origin);
   Tensor out = batched_matmul(attn, value_expanded).to(origin);
+  // at return the locals go in reverse order of declaration (attn; the repeated key and
+  // value, a tuple's elements in order; query; the mask; the upcast inputs), then the
+  // caller's std::get<0> drops the tuple and with it the weights (attn itself in float32)
+  attn.reset();
+  key_expanded.reset();
+  value_expanded.reset();
+  query.reset();
+  attn_mask.reset();
+  value_acc.reset();
+  key_acc.reset();
+  query_acc.reset();
   attn_out.reset();
   return out;
 }
