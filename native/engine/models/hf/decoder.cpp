@@ -479,9 +479,16 @@ class HfCausalLM : public hf::CausalLM {
       extra.push_back(t);
       return int(extra.size()) - 1;
     };
-    const int cf = slot(c4), sf = slot(s4), cs_ = slot(c4_sliding), ss = slot(s4_sliding);
-    slot(position_ids);
+    // in the order the model passes them to each layer (the checkpoint frame releases them so):
+    // attention_mask, then position_ids and position_embeddings in the modeling file's order
     const int mf = slot(full_mask), ms = slot(sliding_mask);
+    if (arch_.position_ids_first) slot(position_ids);
+    // (the (cos, sin) tuple: CPython releases a tuple's items last first)
+    const int sf = slot(s4);
+    const int cf = slot(c4);
+    const int ss = slot(s4_sliding);
+    const int cs_ = slot(c4_sliding);
+    if (!arch_.position_ids_first) slot(position_ids);
     const bool one_mask = arch_.masks == Arch::Masks::One;
     auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask](size_t i, const Tensor& h, const std::vector<Tensor>& ex,
                                                               KvCache* kv, int64_t at) {
