@@ -2,23 +2,47 @@
 // module" / "F ..." / "S ..." segment allocs), for comparing the engine's allocation
 // sequence with a PyTorch trace of the same spec (bench/torch/trace_protocol.py):
 //   vramlab_trace_spec '{"model":{"kind":"gpt",...},"batch":8}'   (a partial spec)
+//   vramlab_trace_spec --hf '{"hf":{"arch":...},...}' [DEVICE]     (an hf_protocol.py spec)
+// With VRAMLAB_AT_ADDRESSES=FILE (a recorded run's segment addresses, one hex per line) it
+// prints only the readings of the run replayed at those addresses (run_experiment_at_addresses):
+// a difference that goes away there is the driver's address layout, not the engine's order.
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <variant>
 
+#include "engine/experiment/experiment.h"
 #include "runner/job_spec.h"
 #include "runner/worker.h"
+#include "hf_spec_util.h"
 #include "spec_util.h"
 
 using namespace vramlab::runner;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s SPEC_JSON\n", argv[0]);
+  const bool hf = argc > 2 && std::string(argv[1]) == "--hf";
+  if (argc < 2 || (std::string(argv[1]) == "--hf" && argc < 3)) {
+    std::fprintf(stderr, "usage: %s SPEC_JSON | --hf PROTOCOL_SPEC_JSON [DEVICE]\n", argv[0]);
     return 2;
   }
   JobRequest r;
   r.kind = "experiment";
-  r.spec = vramlab::spectest::spec(argv[1]);
+  if (hf) {
+    const vramlab::engine::SpecValue p = vramlab::engine::parse_json(argv[2]);
+    r.spec = vramlab::engine::read_run_spec(
+        vramlab::spectest::hf_spec(p, argc > 3 ? std::string(argv[3]) : std::string("sim:h100-80gb")));
+  } else {
+    r.spec = vramlab::spectest::spec(argv[1]);
+  }
+  if (const char* at = std::getenv("VRAMLAB_AT_ADDRESSES")) {
+    std::vector<uintptr_t> addresses;
+    std::ifstream in(at);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) addresses.push_back(std::stoull(line, nullptr, 16));
+    const auto res = vramlab::engine::run_experiment_at_addresses(r.spec, addresses);
+    for (auto& [k, v] : res.readings) std::printf("# reading %s %lld\n", k.c_str(), (long long)v);
+    return 0;
+  }
   r.spec.history = true;
   RunWorker w(make_job(r), [] {});
   w.start();

@@ -27,6 +27,12 @@ struct Frame {
   std::unordered_map<uint64_t, std::unordered_map<Holder*, Tensor>> recomputed;
   std::unordered_map<uint64_t, size_t> recomp_counter;
   std::mt19937_64 rng;  // preserve_rng_state: the generator as the forward found it
+  // HF checkpoints partial(layer.__call__, **kwargs) on the hidden states: PyTorch's trace shows
+  // the kwargs (inputs[1..], in the order the caller passed them) going before the region's input
+  ~Frame() {
+    for (size_t i = 1; i < inputs.size(); ++i) inputs[i].reset();
+    if (!inputs.empty()) inputs[0].reset();
+  }
 };
 
 struct Holder {

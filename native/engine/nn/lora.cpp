@@ -95,7 +95,11 @@ Tensor PeftLoraLinear::forward(const Tensor& x_in) {
       }
       s = mul(b, scaling_);
     }
-    result = add(result, s);
+    // result = result + lora_B(...) * scaling: the scaled temporary goes with the expression,
+    // then the rebinding frees the base layer's output
+    Tensor sum = add(result, s);
+    s.reset();
+    result = sum;
   }
   return result.to(result_dtype);
 }

@@ -135,6 +135,7 @@ struct ScaledDotProductCudnnAttentionBackward0 : Node {
     if (!g[0].defined()) return undefined_grads(3);
     // Every saved variable unpacked in the generated code's order (under checkpointing the
     // recomputed tensors then go, in reverse, when apply returns).
+    Tensor bias = attn_bias_.unpack(this);
     Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
     Tensor lse = logsumexp_.unpack(this), out = output_.unpack(this);
     Tensor offset = philox_offset_.unpack(this), seed = philox_seed_.unpack(this);
@@ -204,6 +205,10 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
     n->philox_offset_ = SavedVariable(offset, false);
     if (bias) n->attn_bias_ = SavedVariable(*bias, false);
   }
+  // the op's result tuple goes element by element: logsumexp, then the philox seed and offset
+  lse.reset();
+  seed.reset();
+  offset.reset();
   return out;
 }
 
@@ -216,8 +221,9 @@ struct ScaledDotProductFlashAttentionBackward0 : Node {
   std::string name() const override { return "ScaledDotProductFlashAttentionBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    Tensor q = query_.unpack(this), k = key_.unpack(this), v = value_.unpack(this);
-    Tensor out = output_.unpack(this), lse = logsumexp_.unpack(this);
+    // unpacked in the generated code's order (inputs, then outputs, each by name)
+    Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
+    Tensor lse = logsumexp_.unpack(this), out = output_.unpack(this);
     // _flash_attention_backward works on (B, S, H, D) views; dout and out made contiguous.
     Tensor dout_t = g[0].transpose(1, 2).contiguous(), out_t = out.transpose(1, 2).contiguous();
     Tensor dq = empty_like_layout(q.transpose(1, 2), "_flash_attention_backward").transpose(1, 2);
@@ -362,8 +368,11 @@ struct ScaledDotProductEfficientAttentionBackward0 : Node {
   std::string name() const override { return "ScaledDotProductEfficientAttentionBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(3);
-    Tensor q = query_.unpack(this), k = key_.unpack(this), v = value_.unpack(this);
-    Tensor out = output_.unpack(this), lse = log_sumexp_.unpack(this);
+    // unpacked in the generated code's order (inputs, then outputs, each by name): under
+    // checkpointing the recomputed tensors go in reverse when apply returns
+    Tensor bias = attn_bias_.unpack(this);
+    Tensor k = key_.unpack(this), q = query_.unpack(this), v = value_.unpack(this);
+    Tensor lse = log_sumexp_.unpack(this), out = output_.unpack(this);
     const int64_t B = q.size(0), H = q.size(1), M = q.size(2), N = k.size(2), K = q.size(3), Kv = v.size(3);
     const int64_t Hk = k.size(1);  // fewer than H only on the CPU reference (grouped-query)
     // _efficient_attention_backward runs on (B, S, H, D) views; grad_out made contiguous there.

@@ -37,9 +37,9 @@ struct BmmBackward0 : Node {
     if (should_compute_output(0)) r[0] = bmm(g[0], mat2_.unpack(this).transpose(1, 2));
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     mat2_.reset_data();
+    self_.reset_data();
   }
 };
 

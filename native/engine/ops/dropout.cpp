@@ -17,9 +17,11 @@ struct NativeDropoutBackward0 : Node {
   std::string name() const override { return "NativeDropoutBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
-    // native_dropout_backward: at::empty_like(grad), masked and scaled
+    // the mask unpacked first, as the generated node does (under checkpointing this is what
+    // recomputes the segment), then native_dropout_backward: at::empty_like(grad), masked, scaled
+    Tensor mask = result1_.unpack(this);
     Tensor out = make_tensor(g[0].sizes(), g[0].dtype(), "native_dropout_backward");
-    if (out.has_data()) be().dropout_backward(out, g[0], result1_.unpack(this), scale);
+    if (out.has_data()) be().dropout_backward(out, g[0], mask, scale);
     return {out};
   }
   void release_variables() override { result1_.reset_data(); }

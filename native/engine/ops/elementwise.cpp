@@ -43,13 +43,16 @@ struct MulBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(2);
     TensorList r(2);
-    if (should_compute_output(1)) r[1] = mul(g[0], self_.unpack(this));
-    if (should_compute_output(0)) r[0] = mul(g[0], other_.unpack(this));
+    // unpacked first, by name as the generated node does (recomputed tensors under
+    // checkpointing then go in reverse when apply returns)
+    Tensor other = other_.unpack(this), self = self_.unpack(this);
+    if (should_compute_output(1)) r[1] = mul(g[0], self);
+    if (should_compute_output(0)) r[0] = mul(g[0], other);
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     other_.reset_data();
+    self_.reset_data();
   }
 };
 
@@ -68,9 +71,9 @@ struct DivBackward0 : Node {
     if (should_compute_output(0)) r[0] = div(g[0], other);
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     other_.reset_data();
+    self_.reset_data();
   }
 };
 

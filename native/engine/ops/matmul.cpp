@@ -32,9 +32,9 @@ struct MmBackward0 : Node {
     if (should_compute_output(0)) r[0] = mm_mat1_backward(g[0], mat2_.unpack(this), self_sizes, self_strides);
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     mat2_.reset_data();
+    self_.reset_data();
   }
 };
 

@@ -1,5 +1,5 @@
 // softmax (softmax.h). SoftmaxBackward0 saves the result; _softmax_backward_data writes a
-// gradient like the result in the input's dtype.
+// gradient like the result in the input's dtype (on CUDA through a grad * output temporary).
 #include "engine/ops/softmax.h"
 
 #include <stdexcept>
@@ -18,7 +18,11 @@ struct SoftmaxBackward0 : Node {
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
     Tensor result = result_.unpack(this);
-    return {make_tensor(result.sizes(), self_dtype, "_softmax_backward_data")};
+    // softmax_backward_cuda_out: the structured op's grad_input, then tmp = grad * output
+    // for the kernel, freed when it returns
+    Tensor grad_input = make_tensor(result.sizes(), self_dtype, "_softmax_backward_data");
+    if (current_context().backend().models_cuda()) Tensor tmp = make_tensor(result.sizes(), result.dtype(), "mul");
+    return {grad_input};
   }
   void release_variables() override { result_.reset_data(); }
 };

@@ -62,6 +62,9 @@ struct Arch {
   // Both = full and sliding (Gemma). Materialised only by eager attention.
   enum class Masks : uint8_t { One, PerLayerType, Both };
   Masks masks = Masks::One;
+  // the decoder layers are called with position_ids= before position_embeddings= (Mistral,
+  // Mixtral, Phi-3, Qwen3-MoE; the others pass the embeddings first)
+  bool position_ids_first = false;
   double attn_softcap = 0;  // Gemma-2's attn_logit_softcapping (eager attention only)
   bool eager = false;       // attn_implementation "eager" (spec.model, not the config)
   // mixture of experts (Mixtral, Qwen3-MoE): per layer whether the MLP is sparse

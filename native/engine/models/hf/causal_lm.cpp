@@ -42,8 +42,10 @@ Tensor CausalLM::head(Tensor hidden, const Tensor& idx) {
     logits = engine::tanh(logits);
     logits = mul(logits, arch_.final_softcap);
   }
-  hidden.reset();  // the final hidden states go before the loss (held only if saved)
+  // the final hidden states are locals of the forward (outputs.last_hidden_state and
+  // hidden_states): they go when it returns, after the loss
   loss_ = causal_lm_loss(logits, idx, arch_.vocab);
+  hidden.reset();
   return logits;
 }
 

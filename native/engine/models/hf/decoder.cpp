@@ -61,7 +61,11 @@ Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     }
     b = mul(rot, sin_t);
   }
-  return add(a.transpose(1, 2), b.transpose(1, 2));
+  // the sum's operands are released left first
+  Tensor out = add(a.transpose(1, 2), b.transpose(1, 2));
+  a.reset();
+  b.reset();
+  return out;
 }
 
 class HfAttention : public Container {
@@ -155,6 +159,8 @@ class HfAttention : public Container {
       // k and v itself (no enable_gqa), not causal; the copies go when it returns
       Tensor kr = hf::repeat_kv(k, H / KV), vr = hf::repeat_kv(v, H / KV);
       o = scaled_dot_product_attention_masked(q, kr, vr, B, scale);
+      kr.reset();  // sdpa_attention_forward's locals in slot order: key, then value
+      vr.reset();
       o = o.transpose(1, 2).contiguous();
     } else {
       // sdpa_attention_forward: GQA inside SDPA (no mask), causal when more than one query
@@ -163,8 +169,13 @@ class HfAttention : public Container {
     }
     o = o.reshape({B, T, H * D}).contiguous();
     // query_states, key_states and value_states are locals of the attention's forward:
-    // under checkpointing nothing saves them, yet they live until it returns, through o_proj.
-    return call("o_proj", o);
+    // under checkpointing nothing saves them, yet they live until it returns, through o_proj,
+    // and then go in slot order (query, key, value)
+    o = call("o_proj", o);
+    q.reset();
+    k.reset();
+    v.reset();
+    return o;
   }
 
  private:
@@ -206,6 +217,8 @@ class HfMlp : public Container {
       Tensor g = act(call("gate_proj", x));
       Tensor u = call("up_proj", x);
       p = mul(g, u);
+      g.reset();  // the product's operands are released left first
+      u.reset();
     }
     return call("down_proj", p);
   }
@@ -264,7 +277,11 @@ class HfLayer : public Container {
                                             : r;
     h = call("mlp", h);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_feedforward_layernorm", h);
-    return engine::add(r, h);
+    // hidden_states = residual + hidden_states frees the MLP's output, then the return the residual
+    Tensor out = engine::add(r, h);
+    h.reset();
+    r.reset();
+    return out;
   }
 
   Tensor norm(const char* n, const Tensor& x) {
@@ -462,9 +479,16 @@ class HfCausalLM : public hf::CausalLM {
       extra.push_back(t);
       return int(extra.size()) - 1;
     };
-    const int cf = slot(c4), sf = slot(s4), cs_ = slot(c4_sliding), ss = slot(s4_sliding);
-    slot(position_ids);
+    // in the order the model passes them to each layer (the checkpoint frame releases them so):
+    // attention_mask, then position_ids and position_embeddings in the modeling file's order
     const int mf = slot(full_mask), ms = slot(sliding_mask);
+    if (arch_.position_ids_first) slot(position_ids);
+    // (the (cos, sin) tuple: CPython releases a tuple's items last first)
+    const int sf = slot(s4);
+    const int cf = slot(c4);
+    const int ss = slot(s4_sliding);
+    const int cs_ = slot(c4_sliding);
+    if (!arch_.position_ids_first) slot(position_ids);
     const bool one_mask = arch_.masks == Arch::Masks::One;
     auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask](size_t i, const Tensor& h, const std::vector<Tensor>& ex,
                                                               KvCache* kv, int64_t at) {
@@ -492,11 +516,21 @@ class HfCausalLM : public hf::CausalLM {
     CategoryScope cs(Category::Norm);
     Tensor out = (*norm_)(x);
     x.reset();
-    // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
-    position_ids.reset();
-    emb.reset();
-    full_mask.reset();
-    sliding_mask.reset();
+    if (arch_.masks == Arch::Masks::One) {
+      // LlamaModel.forward's locals at return: position_ids, inputs_embeds, the mask(s)
+      position_ids.reset();
+      emb.reset();
+      full_mask.reset();
+      sliding_mask.reset();
+    } else {
+      // Qwen2/Qwen3/Gemma build mask_kwargs = {..., inputs_embeds, ..., position_ids} and
+      // causal_mask_mapping: the masks go with the mapping, then the kwargs release
+      // inputs_embeds before position_ids (PyTorch's trace of Qwen2)
+      full_mask.reset();
+      sliding_mask.reset();
+      emb.reset();
+      position_ids.reset();
+    }
     return out;
   }
 

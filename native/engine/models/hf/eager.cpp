@@ -31,9 +31,12 @@ Tensor eager_causal_mask(int64_t B, int64_t T, DType dtype, int64_t window) {
   Tensor mask = causal_bool_mask(B, T, window);
   NoGradGuard ng;
   CategoryScope cs(Category::Attention);
-  // eager_mask: torch.where(mask, torch.tensor(0.0, dtype=dtype), min_dtype)
+  // eager_mask: torch.where(mask, torch.tensor(0.0, dtype=dtype), min_dtype); where's Scalar
+  // overload puts min_dtype on the device too, freed first
   Tensor zero = make_tensor({}, dtype, "torch.tensor");
+  Tensor other = make_tensor({}, dtype, "scalar_tensor");
   Tensor out = make_tensor({B, 1, T, T}, dtype, "where");
+  other.reset();
   zero.reset();
   return out;
 }
@@ -67,7 +70,12 @@ Tensor causal_bool_mask(int64_t B, int64_t T, int64_t window) {
       next.reset();
       mask = result;
     }
-    // .expand(batch_size, -1, q_length, kv_length): a view
+    // .expand(batch_size, -1, q_length, kv_length): a view. At return CPython clears the
+    // locals in slot order: the index ranges in the order they were made
+    batch_arange.reset();
+    head_arange.reset();
+    q_arange.reset();
+    kv_arange.reset();
   }
   return mask;
 }
@@ -96,9 +104,15 @@ Tensor eager_generation_mask(int64_t B, int64_t T, int64_t kv, DType dtype) {
       result = next;
     }
     mask = result;
+    batch_arange.reset();  // freed in the order they were made, as in causal_bool_mask
+    head_arange.reset();
+    q_arange.reset();
+    kv_arange.reset();
   }
   Tensor zero = make_tensor({}, dtype, "torch.tensor");
+  Tensor other = make_tensor({}, dtype, "scalar_tensor");  // min_dtype, as in eager_causal_mask
   Tensor out = make_tensor({B, 1, T, kv}, dtype, "where");
+  other.reset();
   zero.reset();
   return out;
 }

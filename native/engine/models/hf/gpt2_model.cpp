@@ -83,12 +83,13 @@ class Gpt2Attention : public Container {
     // query, key, value = c_attn(hidden_states).split(split_size, dim=2); each
     // .view(B, T, -1, head_dim).transpose(1, 2): views of the one projection. One split
     // node, so backward cats the three gradients into one block (not three zeroed slices).
+    // Key and value are viewed before the query (newer nodes go first in backward).
     Tensor q, k, v;
     {
       std::vector<Tensor> parts = split(call("c_attn", h), C, -1);
-      q = parts[0].view({B, T, H, D}).transpose(1, 2);
       k = parts[1].view({B, T, H, D}).transpose(1, 2);
       v = parts[2].view({B, T, H, D}).transpose(1, 2);
+      q = parts[0].view({B, T, H, D}).transpose(1, 2);
     }
     if (cache) {
       // key_states, value_states = past_key_values.update(key_states, value_states, layer_idx)
@@ -312,6 +313,10 @@ class Gpt2LMHeadModel : public CausalLM {
       out = (*ln_f_)(x);
     }
     x.reset();
+    // CPython clears the frame's locals in slot order: inputs_embeds (a parameter) before
+    // position_embeds
+    inputs_embeds.reset();
+    position_embeds.reset();
     return out;
   }
 

@@ -5,6 +5,7 @@ namespace vramlab::engine::hf {
 
 Arch mistral(const Config& c) {
   Arch a = llama_shape(c, "MistralForCausalLM");
+  a.position_ids_first = true;
   if (!c.is_null("sliding_window")) {
     a.sliding_window = c.i("sliding_window");
     a.sliding.assign(size_t(a.layers), true);

@@ -74,12 +74,18 @@ Tensor RmsNorm::forward(const Tensor& x) {
     variance = mean(p, {-1}, true);
   }
   {
-    Tensor r;
+    // the rsqrt temporary goes when the product is made, before the rebinding frees the
+    // float32 copy (they differ where nothing saves them: checkpointed or no-grad forwards)
+    Tensor hn;
     {
-      Tensor a = add(variance, eps_);
-      r = rsqrt(a);
+      Tensor r;
+      {
+        Tensor a = add(variance, eps_);
+        r = rsqrt(a);
+      }
+      hn = mul(h, r);
     }
-    h = mul(h, r);
+    h = hn;
   }
   Tensor out;
   if (style_ == NormStyle::Olmo) {
@@ -89,6 +95,9 @@ Tensor RmsNorm::forward(const Tensor& x) {
     Tensor t = h.to(x.dtype());
     out = mul(weight, t);
   }
+  // the frame's locals go in slot order at return: hidden_states, then variance
+  h.reset();
+  variance.reset();
   return out;
 }
 
@@ -123,6 +132,12 @@ void rotary_cos_sin(const Tensor& inv_freq, const Tensor& position_ids, DType dt
   }
   cos = c32.to(dtype);
   sin = s32.to(dtype);
+  // at return CPython clears the locals in slot order
+  pos.reset();
+  freqs.reset();
+  emb.reset();
+  c32.reset();
+  s32.reset();
 }
 
 Tensor positions_from(const Tensor& ar, int64_t past) {
@@ -200,7 +215,11 @@ Tensor causal_lm_loss(const Tensor& logits_in, const Tensor& labels, int64_t voc
     copy_(head, labels);
   }
   Tensor shift = padded.slice(1, 1, T + 1).contiguous();
-  return cross_entropy(logits.view({-1, vocab}), shift.view({-1}));
+  Tensor loss = cross_entropy(logits.view({-1, vocab}), shift.view({-1}));
+  // the frame's locals go in slot order: logits (the float copy), then the padded labels
+  logits.reset();
+  padded.reset();
+  return loss;
 }
 
 }  // namespace vramlab::engine::hf

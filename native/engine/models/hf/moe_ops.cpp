@@ -56,8 +56,9 @@ struct TopkBackward0 : Node {
   std::string name() const override { return "TopkBackward0"; }
   TensorList apply(TensorList& g) override {
     if (!g[0].defined()) return undefined_grads(1);
+    Tensor indices = indices_.unpack(this);  // unpacked first, as the generated node does
     Tensor out = zeros(self_sizes, g[0].dtype());
-    if (out.has_data()) be().scatter_rows(out, g[0], indices_.unpack(this));
+    if (out.has_data()) be().scatter_rows(out, g[0], indices);
     return {out};
   }
   void release_variables() override { indices_.reset_data(); }
@@ -180,10 +181,10 @@ struct GroupedMmBackward0 : Node {
     }
     return r;
   }
-  void release_variables() override {
-    self_.reset_data();
+  void release_variables() override {  // the generated node's order: saved inputs by name
     mat2_.reset_data();
     offs_.reset_data();
+    self_.reset_data();
   }
 };
 

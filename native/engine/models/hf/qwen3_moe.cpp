@@ -10,6 +10,7 @@ namespace vramlab::engine::hf {
 Arch qwen3_moe(const Config& c) {
   Arch a = qwen3(c);
   a.masks = Arch::Masks::One;  // create_causal_mask or the sliding one, as Mistral
+  a.position_ids_first = true;
   a.name = "Qwen3MoeForCausalLM";
   a.experts = c.i("num_experts");
   a.top_k = c.i("num_experts_per_tok");
