@@ -2,11 +2,15 @@
 // module" / "F ..." / "S ..." segment allocs), for comparing the engine's allocation
 // sequence with a PyTorch trace of the same spec (bench/torch/trace_protocol.py):
 //   vramlab_trace_spec '{"model":{"kind":"gpt",...},"batch":8}'   (a partial spec)
+//   vramlab_trace_spec --hf '{"hf":{"arch":...},...}' [device]       (hf_protocol.py's spec,
+//                                                                     sim:h100-80gb by default)
 #include <cstdio>
+#include <string>
 #include <variant>
 
 #include "runner/job_spec.h"
 #include "runner/worker.h"
+#include "hf_spec_util.h"
 #include "spec_util.h"
 
 using namespace vramlab::runner;
@@ -18,7 +22,16 @@ int main(int argc, char** argv) {
   }
   JobRequest r;
   r.kind = "experiment";
-  r.spec = vramlab::spectest::spec(argv[1]);
+  if (std::string(argv[1]) == "--hf") {
+    if (argc < 3) {
+      std::fprintf(stderr, "usage: %s --hf PROTOCOL_SPEC_JSON [device]\n", argv[0]);
+      return 2;
+    }
+    const std::string device = argc > 3 ? argv[3] : "sim:h100-80gb";
+    r.spec = vramlab::engine::read_run_spec(vramlab::spectest::hf_spec(vramlab::engine::parse_json(argv[2]), device));
+  } else {
+    r.spec = vramlab::spectest::spec(argv[1]);
+  }
   r.spec.history = true;
   RunWorker w(make_job(r), [] {});
   w.start();
