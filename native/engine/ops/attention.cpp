@@ -177,7 +177,9 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
   const int64_t B = q.size(0), H = q.size(1), S = q.size(2);
   Tensor lse = need_lse ? make_tensor({B, H, S, 1}, DType::Float32, "_cudnn_attention_forward") : Tensor();
   {
-    Tensor ws = make_tensor({64}, DType::Float32, "cudnn_workspace");  // the forward graph's 256 B
+    // the forward graph's 256 B workspace, for more than one query only (a decoding step's
+    // single query takes none: generate()'s traces)
+    Tensor ws = S > 1 ? make_tensor({64}, DType::Float32, "cudnn_workspace") : Tensor();
     Tensor lv = need_lse ? lse_view(lse, S) : Tensor();
     run_attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale, drop);
   }
