@@ -82,10 +82,11 @@ TEST(engine_hf_generate, BookkeepingIsExactAcrossArchitectures) {
 // forward (the padding mask's window columns picked, sdpa_mask's ranges and and_masks) and the
 // attention taking it with HF's repeated k/v (cuDNN's bf16 bias). Mistral reaching its window
 // while decoding, past it from the prompt and 64 + 100 tokens; Gemma-2/3 (full layers beside);
-// Gemma-3 1B-shaped at 600 past its 512 window; Qwen2 with sliding layers.
+// Gemma-3 1B-shaped at 600 past its 512 window; Qwen2 with sliding layers; Mistral in float32
+// (memory-efficient attention under no_grad: the additive mask at any length, no padding).
 TEST(engine_hf_generate, SlidingWindowGenerationIsExact) {
-  for (const char* tag :
-       {"window_mistral_generate", "window_mistral_gen_p200", "window_mistral_gen_p64_n100", "window_gemma2_gen_p120",
-        "window_gemma2_gen_p200", "window_gemma3_gen_p200", "window_gemma3_1b_gen_p600", "window_qwen2_gen_p200"})
+  for (const char* tag : {"window_mistral_generate", "window_mistral_gen_p200", "window_mistral_gen_p64_n100",
+                          "window_gemma2_gen_p120", "window_gemma2_gen_p200", "window_gemma3_gen_p200",
+                          "window_gemma3_1b_gen_p600", "window_qwen2_gen_p200", "window_mistral_gen_fp32_p200"})
     expect_exact(tag);
 }
