@@ -364,7 +364,9 @@ class HfCausalLM : public hf::CausalLM {
   }
 
   Tensor forward_generate(const hf::GenerateInputs& in, KvCache& cache, int64_t pos) override {
-    if (arch_.eager && arch_.masks != Arch::Masks::One)
+    // (Qwen2/3 without sliding layers call the causal mask function alone, as Llama does)
+    const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
+    if (arch_.eager && (arch_.masks == Arch::Masks::Both || (arch_.masks == Arch::Masks::PerLayerType && any_sliding)))
       throw std::invalid_argument(
           "hf: generation with attn_implementation \"eager\" is modelled for one mask per model (Llama, Mistral, ...), "
           "not for " +

@@ -83,6 +83,11 @@ Tensor sdpa_sliding_mask(int64_t B, int64_t L, int64_t q, int64_t kv, int64_t kv
       result = next;
     }
     mask = result;
+    // sdpa_mask's locals go in the order the frame holds them
+    batch_arange.reset();
+    head_arange.reset();
+    q_arange.reset();
+    kv_arange.reset();
   }
   return mask;  // (B, 1, q, kv) bool, as causal_bool_mask's (its bytes only)
 }
