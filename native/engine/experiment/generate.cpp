@@ -1,8 +1,8 @@
 // mode "generate": eval, no_grad, autocast as for training. A prefill over the prompt
 // (batch, prompt), then new_tokens - 1 steps of one token each (greedy argmax of the
 // last logits), with a dynamic or static KV cache. Readings: after_prefill,
-// peak_prefill, peak_decode, after_generate (caches still alive), reserved_peak.
-#include <algorithm>
+// peak_prefill, peak_decode, after_generate (caches still alive), reserved_peak. The hf
+// family runs Hugging Face's generate() instead (hf_generate.cpp).
 
 #include "engine/autocast/autocast.h"
 #include "engine/core/grad_mode.h"
@@ -24,6 +24,7 @@ void run_generate(Measure& m, Model& model) {
   if (!model.can_generate()) throw std::invalid_argument("mode \"generate\" needs a transformer family (gpt or llama)");
   if (spec.prompt < 1 || spec.new_tokens < 1)
     throw std::invalid_argument("generate needs prompt >= 1 and new_tokens >= 1");
+  if (model.hf_generate()) return run_hf_generate(m, model);
   Tensor idx;
   {
     CategoryScope cs(Category::Input);
@@ -31,21 +32,6 @@ void run_generate(Measure& m, Model& model) {
   }
   m.read("input", m.allocated());
   KvCache cache(size_t(model.num_blocks()), spec.cache == CacheKind::Static, spec.prompt + spec.new_tokens);
-  int64_t peak_generate = 0;
-  Tensor ids;
-  // Hugging Face generate()'s own tensors, alive until it returns: the bos and pad token
-  // tensors (int64 scalars), the has_right_padding flag, the default attention mask and
-  // the position_ids model_kwargs derive from it (batch, prompt) int64, unfinished_sequences.
-  std::vector<Tensor> hf_state;
-  if (model.hf_generate()) {
-    CategoryScope cs(Category::Other);
-    hf_state.push_back(make_tensor({}, DType::Int64, "tensor"));
-    hf_state.push_back(make_tensor({}, DType::Int64, "tensor"));
-    hf_state.push_back(make_tensor({}, DType::Int64, "eq"));  // a bool: one 512-byte block either way
-    hf_state.push_back(make_tensor({spec.batch, spec.prompt}, DType::Int64, "ones"));
-    hf_state.push_back(make_tensor({spec.batch, spec.prompt}, DType::Int64, "cumsum"));
-    hf_state.push_back(make_tensor({spec.batch}, DType::Int64, "ones"));
-  }
   {
     NoGradGuard ng;
     std::unique_ptr<AutocastGuard> ag;
@@ -55,12 +41,8 @@ void run_generate(Measure& m, Model& model) {
     m.mem.reset_peak();
     Tensor logits = model.forward_cached(idx, cache, 0);
     m.ctx.phase(false, "prefill");
-    if (model.hf_generate()) {
-      peak_generate = m.peak();
-    } else {
-      m.read("after_prefill", m.allocated());
-      m.read("peak_prefill", m.peak());
-    }
+    m.read("after_prefill", m.allocated());
+    m.read("peak_prefill", m.peak());
     m.mem.reset_peak();
     m.ctx.phase(true, "decode");
     int64_t pos = spec.prompt;
@@ -72,22 +54,9 @@ void run_generate(Measure& m, Model& model) {
       ++pos;
     }
     m.ctx.phase(false, "decode");
-    if (model.hf_generate()) {
-      peak_generate = std::max(peak_generate, m.peak());
-      // the ids generate() returns: input_ids grown by one column per step
-      CategoryScope cs(Category::Input);
-      ids = make_tensor({spec.batch, spec.prompt + spec.new_tokens}, DType::Int64, "cat");
-    } else {
-      m.read("peak_decode", m.peak());
-    }
+    m.read("peak_decode", m.peak());
     logits.reset();
     nxt.reset();
-  }
-  if (model.hf_generate()) {
-    // generate() returns only the ids: its cache and bookkeeping go with it
-    cache.layers.clear();
-    hf_state.clear();
-    m.read("peak_generate", peak_generate);
   }
   m.read("after_generate", m.allocated());
   m.read("reserved_peak", m.reserved_peak());

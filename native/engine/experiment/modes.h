@@ -32,5 +32,7 @@ void run_train(Measure& m, Model& model);
 void run_inference(Measure& m, Model& model);
 void run_loss_accumulation(Measure& m, Model& model);
 void run_generate(Measure& m, Model& model);
+// Hugging Face generate() on the hf family (hf_generate.cpp), run by run_generate.
+void run_hf_generate(Measure& m, Model& model);
 
 }  // namespace vramlab::engine

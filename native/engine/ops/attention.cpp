@@ -187,7 +187,9 @@ Tensor cudnn_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool cau
   {
     driver_use(DriverUse::CudnnHandle);  // this thread's handle, before the graph's workspace
     if (q.dtype() == DType::Float16) driver_use(DriverUse::CudnnSdpaHalf);
-    Tensor ws = make_tensor({64}, DType::Float32, "cudnn_workspace");  // the forward graph's 256 B
+    // the forward graph's 256 B workspace, for more than one query only (a decoding step's
+    // single query takes none: generate()'s traces)
+    Tensor ws = S > 1 ? make_tensor({64}, DType::Float32, "cudnn_workspace") : Tensor();
     Tensor lv = need_lse ? lse_view(lse, S) : Tensor();
     run_attention(out, need_lse ? &lv : nullptr, q, k, v, causal, scale, drop);
   }
@@ -529,6 +531,17 @@ Tensor scaled_dot_product_attention_masked(const Tensor& q_in, const Tensor& k_i
       current_context().compute_capability() == 90 || current_context().compute_capability() == 100;
   current_context().last_sdpa_backend = sdpa_backend_name(backend);
   const bool need_lse = any_requires_grad({&q, &k, &v});
+  if (backend == SdpaBackend::Efficient && !need_lse) {
+    // under no_grad (generate() past a sliding window in float32): the mask becomes an additive
+    // one in q's dtype with both scalars on the device, at any length (no padded bias), and lives
+    // until the call returns (PyTorch 2.11's allocator trace)
+    Tensor bias;
+    {
+      Tensor zero = make_tensor({}, q.dtype(), "scalar_tensor"), low = make_tensor({}, q.dtype(), "scalar_tensor");
+      bias = make_tensor({batch, 1, q.size(2), k.size(2)}, q.dtype(), "where");
+    }
+    return efficient_forward(q, k, v, false, scale, false, &bias);
+  }
   if (backend == SdpaBackend::Efficient && q.size(2) % 16 == 0 && k.size(2) % 16 == 0) {
     // convert_boolean_attn_mask: where(mask.logical_not(), -inf, scalar_tensor(0.0)), its
     // arguments made right to left; lengths that are multiples of 16 need no padded bias

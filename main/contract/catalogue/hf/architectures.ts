@@ -56,6 +56,8 @@ const DECODER: HfConfig = {
   rms_norm_eps: 1e-6,
   tie_word_embeddings: false,
   attention_dropout: 0.0,
+  // generate() puts it on the device when set (hf_generate.cpp)
+  bos_token_id: 1,
 };
 
 const decoder = (
@@ -78,7 +80,13 @@ const decoder = (
   ...more,
 });
 
-const QWEN_WINDOW = { use_sliding_window: false, sliding_window: 4096, max_window_layers: 28, layer_types: null } as const;
+const QWEN_WINDOW = {
+  use_sliding_window: false,
+  sliding_window: 4096,
+  max_window_layers: 28,
+  layer_types: null,
+  bos_token_id: null,
+} as const;
 const GEMMA = {
   head_dim: 256,
   hidden_activation: 'gelu_pytorch_tanh',
@@ -87,6 +95,7 @@ const GEMMA = {
   query_pre_attn_scalar: 256,
   sliding_window: 4096,
   layer_types: null,
+  bos_token_id: 2,
 } as const;
 
 export const HF_ARCHITECTURES: readonly HfArchitecture[] = [
@@ -134,6 +143,7 @@ export const HF_ARCHITECTURES: readonly HfArchitecture[] = [
       attention_bias: false,
       use_sliding_window: false,
       sliding_window: 4096,
+      bos_token_id: null,
       decoder_sparse_step: 1,
       moe_intermediate_size: 768,
       num_experts_per_tok: 8,
@@ -217,13 +227,19 @@ export const HF_ARCHITECTURES: readonly HfArchitecture[] = [
     },
     { ropeTheta: 1_000_000, loraTargets: ATTN },
   ),
-  decoder('Olmo2ForCausalLM', 'olmo2', 'OLMo 2', { vocab_size: 50304, rms_norm_eps: 1e-5, attention_bias: false }),
+  decoder('Olmo2ForCausalLM', 'olmo2', 'OLMo 2', {
+    vocab_size: 50304,
+    rms_norm_eps: 1e-5,
+    attention_bias: false,
+    bos_token_id: null,
+  }),
   {
     arch: 'GPT2LMHeadModel',
     modelType: 'gpt2',
     label: 'GPT-2',
     defaults: {
       vocab_size: 50257,
+      bos_token_id: 50256,
       n_positions: 1024,
       n_embd: 768,
       n_layer: 12,

@@ -14,10 +14,11 @@ const canonical = (v: HfValue): string => {
   return JSON.stringify(v);
 };
 
-/** The fields the architecture reads, plus the ones completion derives. */
+/** The fields the architecture reads, plus the ones completion derives (token ids aside: generate()
+ *  reads only whether bos_token_id is set, and presets do not spell their tokenizer's ids). */
 function readFields(c: HfConfig): HfConfig {
   const arch = archByModelType(c.model_type as string);
-  const keys = [...Object.keys(arch?.defaults ?? {}), 'architectures', 'model_type', 'rope_parameters'];
+  const keys = [...Object.keys(arch?.defaults ?? {}).filter((k) => k !== 'bos_token_id'), 'architectures', 'model_type', 'rope_parameters'];
   return Object.fromEntries(keys.filter((k) => c[k] !== undefined).map((k) => [k, c[k]]));
 }
 

@@ -67,6 +67,7 @@ struct Arch {
   bool position_ids_first = false;
   double attn_softcap = 0;  // Gemma-2's attn_logit_softcapping (eager attention only)
   bool eager = false;       // attn_implementation "eager" (spec.model, not the config)
+  bool bos_token = false;   // bos_token_id set: generate() makes it a device tensor
   // mixture of experts (Mixtral, Qwen3-MoE): per layer whether the MLP is sparse
   int64_t experts = 0, top_k = 0, expert_intermediate = 0;
   bool norm_topk_prob = false;

@@ -37,7 +37,11 @@ Arch read_arch(const KindArgs& model) {
     throw std::invalid_argument(p + ".architectures must name the architecture");
   const std::string name = archs->items()[0].as_string(p + ".architectures[0]");
   for (auto& e : kArchitectures)
-    if (name == e.architecture) return e.read(Config{*cfg, p});
+    if (name == e.architecture) {
+      Arch a = e.read(Config{*cfg, p});
+      a.bos_token = cfg->has("bos_token_id") && !(*cfg)["bos_token_id"].is_null();
+      return a;
+    }
   std::string known;
   for (auto& e : kArchitectures) known += std::string(known.empty() ? "" : ", ") + e.architecture;
   throw std::invalid_argument(p + ".architectures[0] \"" + name + "\" is not supported (supported: " + known + ")");

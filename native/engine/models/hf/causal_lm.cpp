@@ -5,9 +5,21 @@
 
 #include "engine/core/alloc_tag.h"
 #include "engine/models/hf/modules.h"
+#include "engine/ops/common.h"
 #include "engine/ops/ops.h"
 
 namespace vramlab::engine::hf {
+
+GenerateInputs generation_inputs(const Tensor& idx, int64_t pos) {
+  const int64_t B = idx.size(0), T = idx.size(1);
+  GenerateInputs in;
+  in.input_ids = idx;
+  in.position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
+  if (in.position_ids.has_data())
+    for (int64_t b = 0; b < B; ++b) be().arange(in.position_ids.slice(0, b, b + 1).view({T}), double(pos));
+  in.attention_mask = make_tensor({B, pos + T}, DType::Int64, "ones");
+  return in;
+}
 
 CausalLM::CausalLM(const KindArgs& args) : arch_(read_arch(args)), seq_(args.i("seq")) {
   const std::string attn = args.s("attn_implementation");

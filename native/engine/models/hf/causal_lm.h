@@ -5,12 +5,26 @@
 // (ForCausalLMLoss) and handed to the runner by loss().
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/models/hf/arch.h"
 #include "engine/models/model.h"
 #include "engine/nn/linear.h"
 
 namespace vramlab::engine::hf {
+
+// What generate() passes the model each step (prepare_inputs_for_generation): input_ids and
+// position_ids (batch, T) int64, and its 2-D attention mask of ones (batch, pos + T) int64.
+struct GenerateInputs {
+  Tensor input_ids, position_ids, attention_mask;
+  // what the cache's layers hold beside their keys and values, alive as long as the cache
+  // (DynamicSlidingWindowLayer's window as a device scalar); null outside generate()
+  std::vector<Tensor>* cache_tensors = nullptr;
+};
+
+// generate()'s inputs for `idx` (batch, T) at `pos` without padding: position_ids pos, pos + 1,
+// ... in every row, the mask (batch, pos + T). For a cached forward outside generate().
+GenerateInputs generation_inputs(const Tensor& idx, int64_t pos);
 
 class CausalLM : public Model {
  public:
@@ -24,6 +38,13 @@ class CausalLM : public Model {
   Tensor forward_loss() const override { return loss_; }
   int64_t vocab() const override { return arch_.vocab; }
   int64_t num_blocks() const override { return arch_.layers; }
+  bool can_generate() const override { return true; }
+  bool hf_generate() const override { return true; }
+  // The model call of generate() (run_hf_generate) at `pos` with the dynamic cache: the logits
+  // of the last position (batch, 1, vocab).
+  virtual Tensor forward_generate(const GenerateInputs& in, KvCache& cache, int64_t pos) = 0;
+  // generation_config.bos_token_id is set (from the config): one more token tensor in generate()
+  bool generation_bos() const { return arch_.bos_token; }
 
  protected:
   // Reads the config and attn_implementation; allocates the scalar the import leaves behind.

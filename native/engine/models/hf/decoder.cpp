@@ -17,6 +17,7 @@
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/causal_lm.h"
 #include "engine/models/hf/eager.h"
+#include "engine/models/hf/generation_masks.h"
 #include "engine/models/hf/modules.h"
 #include "engine/models/hf/moe.h"
 #include "engine/models/hf/rope.h"
@@ -98,7 +99,7 @@ class HfAttention : public Container {
   // (B, T, C) -> (B, T, C); cos/sin (1, T, 1, D) in the hidden states' dtype. With a
   // cache, keys/values of earlier positions join before attention.
   Tensor attend(const Tensor& h, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache, size_t layer,
-                int64_t pos) {
+                int64_t pos, std::vector<Tensor>* cache_tensors = nullptr) {
     ModuleScope ms(path_id());
     CategoryScope cs(Category::Attention);
     const int64_t B = h.size(0), T = h.size(1), H = a_.heads, KV = a_.kv_heads, D = a_.head_dim;
@@ -142,7 +143,8 @@ class HfAttention : public Container {
     }
     v = v.transpose(1, 2);
     if (cache) {
-      auto kv = cache->update(layer, k, v, pos);
+      auto kv = a_.sliding_window > 0 && a_.sliding[layer] ? window_update(*cache, layer, k, v, cache_tensors)
+                                                           : cache->update(layer, k, v, pos);
       k = kv.first;
       v = kv.second;
     }
@@ -179,6 +181,22 @@ class HfAttention : public Container {
   }
 
  private:
+  // DynamicSlidingWindowLayer.update: its window as a device scalar at the first update
+  // (lazy_initialization), the full keys/values cat'ed and returned, and a view of their last
+  // window - 1 positions kept, which keeps the whole cat alive until the next step's.
+  std::pair<Tensor, Tensor> window_update(KvCache& cache, size_t layer, const Tensor& k, const Tensor& v,
+                                          std::vector<Tensor>* cache_tensors) {
+    CategoryScope cs(Category::KvCache);
+    KvCache::Layer& l = cache.layers.at(layer);
+    if (!l.k.defined() && cache_tensors) cache_tensors->push_back(make_tensor({}, DType::Int64, "_to_copy"));
+    Tensor fk = l.k.defined() ? cat({l.k, k}, 2) : cat({k}, 2);
+    Tensor fv = l.v.defined() ? cat({l.v, v}, 2) : cat({v}, 2);
+    const int64_t n = fk.size(2), keep = std::min(n, a_.sliding_window - 1);
+    l.k = fk.slice(2, n - keep, n);
+    l.v = fv.slice(2, n - keep, n);
+    return {fk, fv};
+  }
+
   const Arch& a_;
 };
 
@@ -252,23 +270,19 @@ class HfLayer : public Container {
   }
 
   Tensor forward_layer(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache,
-                       size_t layer, int64_t pos) {
+                       size_t layer, int64_t pos, std::vector<Tensor>* cache_tensors = nullptr) {
     // through the module's forward hooks (fully_shard on each decoder layer)
-    return hooked(x, [&](const Tensor& in) { return layer_body(in, cos, sin, mask, cache, layer, pos); });
+    return hooked(x,
+                  [&](const Tensor& in) { return layer_body(in, cos, sin, mask, cache, layer, pos, cache_tensors); });
   }
 
  private:
   Tensor layer_body(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& mask, KvCache* cache,
-                    size_t layer, int64_t pos) {
-    // (eager attention materialises the sliding mask whatever the length)
-    if (cache && !a_.eager && a_.sliding[layer] && a_.sliding_window > 0 && pos + x.size(1) >= a_.sliding_window)
-      throw std::invalid_argument("hf: generating " + std::to_string(pos + x.size(1)) +
-                                  " positions reaches the sliding window (" + std::to_string(a_.sliding_window) +
-                                  "): its per-step masks are not modelled yet (training past the window is)");
+                    size_t layer, int64_t pos, std::vector<Tensor>* cache_tensors) {
     auto attn = std::static_pointer_cast<HfAttention>(get("self_attn"));
     // residual = hidden_states; hidden_states = input_layernorm(hidden_states); self_attn; ...
     Tensor h = a_.norms == Arch::Norms::Post ? x : norm("input_layernorm", x);
-    h = attn->attend(h, cos, sin, mask, cache, layer, pos);
+    h = attn->attend(h, cos, sin, mask, cache, layer, pos, cache_tensors);
     if (a_.norms != Arch::Norms::Pre) h = norm("post_attention_layernorm", h);
     Tensor r = engine::add(x, h);
     h.reset();  // hidden_states = residual + hidden_states frees the attention output here
@@ -361,22 +375,26 @@ class HfCausalLM : public hf::CausalLM {
     return head(model_forward(idx, nullptr, 0), idx);
   }
 
+  // A cached forward outside generate() (the data tests): generate()'s inputs for `idx`.
   Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
-    if (arch_.eager && arch_.masks != Arch::Masks::One)
+    return forward_generate(hf::generation_inputs(idx, pos), cache, pos);
+  }
+
+  Tensor forward_generate(const hf::GenerateInputs& in, KvCache& cache, int64_t pos) override {
+    // (Qwen2/3 without sliding layers call the causal mask function alone, as Llama does)
+    const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
+    if (arch_.eager && (arch_.masks == Arch::Masks::Both || (arch_.masks == Arch::Masks::PerLayerType && any_sliding)))
       throw std::invalid_argument(
           "hf: generation with attn_implementation \"eager\" is modelled for one mask per model (Llama, Mistral, ...), "
           "not for " +
           arch_.name + "'s per-layer-type masks; use \"sdpa\"");
     hf::DecodeExpertsScope decode(pos > 0);  // generate() switches MoE experts after the prefill
-    Tensor h = model_forward(idx, &cache, pos);
+    Tensor h = model_forward(in.input_ids, &cache, pos, &in);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
     h.reset();
     CategoryScope cs(Category::Logits);
     return (*lm_head_)(last);
   }
-
-  bool can_generate() const override { return true; }
-  bool hf_generate() const override { return true; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     std::vector<std::shared_ptr<PeftLoraLinear>> wrapped;
@@ -398,7 +416,7 @@ class HfCausalLM : public hf::CausalLM {
 
  private:
   // LlamaModel.forward: embeddings, position ids, rotary tables, the layers, the norm.
-  Tensor model_forward(const Tensor& idx, KvCache* cache, int64_t past) {
+  Tensor model_forward(const Tensor& idx, KvCache* cache, int64_t past, const hf::GenerateInputs* gen = nullptr) {
     const int64_t B = idx.size(0), T = idx.size(1);
     if (idx.has_data() && arch_.rope.type != "default")
       throw std::invalid_argument("hf: rope type \"" + arch_.rope.type +
@@ -417,10 +435,7 @@ class HfCausalLM : public hf::CausalLM {
     }
     Tensor position_ids;
     if (cache) {
-      // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
-      position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
-      if (position_ids.has_data())  // no padding: past, past + 1, ... in every row
-        for (int64_t b = 0; b < B; ++b) be().arange(position_ids.slice(0, b, b + 1).view({T}), double(past));
+      position_ids = gen->position_ids;  // generate()'s, (batch, T) int64
     } else {
       // torch.arange(T) + past_seen_tokens, then unsqueeze(0)
       Tensor ar = arange(0, T);
@@ -435,6 +450,8 @@ class HfCausalLM : public hf::CausalLM {
       if (arch_.sliding_window > 0)
         throw std::invalid_argument("hf: eager generation with a sliding window is not modelled yet; use \"sdpa\"");
       full_mask = hf::eager_generation_mask(B, T, past + T, emb.dtype());
+    } else if (cache) {
+      generation_masks(B, T, past, full_mask, sliding_mask);
     } else if (arch_.eager && !cache) {
       const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
       if (arch_.masks == Arch::Masks::One) {
@@ -490,14 +507,16 @@ class HfCausalLM : public hf::CausalLM {
     const int cs_ = slot(c4_sliding);
     if (!arch_.position_ids_first) slot(position_ids);
     const bool one_mask = arch_.masks == Arch::Masks::One;
-    auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask](size_t i, const Tensor& h, const std::vector<Tensor>& ex,
-                                                              KvCache* kv, int64_t at) {
+    std::vector<Tensor>* cache_tensors = gen ? gen->cache_tensors : nullptr;
+    auto layer_fn = [this, cf, sf, cs_, ss, mf, ms, one_mask, cache_tensors](
+                        size_t i, const Tensor& h, const std::vector<Tensor>& ex, KvCache* kv, int64_t at) {
       const bool sliding = arch_.sliding[i];
       const bool own_tables = sliding ? cs_ >= 0 : cf >= 0;
       const int c = own_tables ? (sliding ? cs_ : cf) : (cf >= 0 ? cf : cs_);
       const int s = own_tables ? (sliding ? ss : sf) : (sf >= 0 ? sf : ss);
       const int m = one_mask || !sliding || ms < 0 ? mf : ms;
-      return layers_[i]->forward_layer(h, ex[size_t(c)], ex[size_t(s)], m >= 0 ? ex[size_t(m)] : Tensor(), kv, i, at);
+      return layers_[i]->forward_layer(h, ex[size_t(c)], ex[size_t(s)], m >= 0 ? ex[size_t(m)] : Tensor(), kv, i, at,
+                                       kv ? cache_tensors : nullptr);
     };
     if (cache) cache->copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
     if (cache) {
@@ -532,6 +551,26 @@ class HfCausalLM : public hf::CausalLM {
       position_ids.reset();
     }
     return out;
+  }
+
+  // The mask functions the model calls under generate() with sdpa, in its order: the causal one
+  // (SDPA's causal flag serves), the sliding-window one (materialised once the window masks
+  // something: a DynamicSlidingWindowLayer's kv length and offset). Mistral-like models call the
+  // sliding one alone and read it as their one mask.
+  void generation_masks(int64_t B, int64_t T, int64_t past, Tensor& full_mask, Tensor& sliding_mask) const {
+    const bool any_sliding = std::find(arch_.sliding.begin(), arch_.sliding.end(), true) != arch_.sliding.end();
+    const bool window = arch_.sliding_window > 0 && any_sliding;
+    const bool causal_call = arch_.masks != Arch::Masks::One || !window;
+    const bool sliding_call = window;
+    if (causal_call) hf::sdpa_mask_skipped(B, past + T);
+    if (!sliding_call) return;
+    const hf::WindowSizes w = hf::window_mask_sizes(past, T, arch_.sliding_window);
+    if (w.kv < arch_.sliding_window) {
+      hf::sdpa_mask_skipped(B, past + T);
+      return;
+    }
+    Tensor m = hf::sdpa_sliding_mask(B, past + T, T, w.kv, w.offset);
+    (arch_.masks == Arch::Masks::One ? full_mask : sliding_mask) = m;
   }
 
   DType dt_;

@@ -98,22 +98,28 @@ Tensor eager_generation_mask(int64_t B, int64_t T, int64_t kv, DType dtype) {
       result = next;
     }
     {
-      Tensor padded = bool_tensor(B * kv, "index");  // padding_mask[batch_idx, kv_idx]: (B, 1, 1, kv)
+      // padding_mask[batch_idx, kv_idx]: both indices broadcast to (B, 1, 1, kv) int64 first
+      Tensor bi = make_tensor({B, kv}, DType::Int64, "index"), ki = make_tensor({B, kv}, DType::Int64, "index");
+      Tensor padded = bool_tensor(B * kv, "index");
+      bi.reset();
+      ki.reset();
       Tensor next = bool_tensor(B * T * kv, "bitwise_and");
       padded.reset();
       result = next;
     }
     mask = result;
-    batch_arange.reset();  // freed in the order they were made, as in causal_bool_mask
+    // sdpa_mask's locals go in the order the frame holds them
+    batch_arange.reset();
     head_arange.reset();
     q_arange.reset();
     kv_arange.reset();
   }
-  Tensor zero = make_tensor({}, dtype, "torch.tensor");
-  Tensor other = make_tensor({}, dtype, "scalar_tensor");  // min_dtype, as in eager_causal_mask
+  // torch.where(mask, torch.tensor(0.0, dtype=dtype), min_dtype): the Python float becomes a
+  // device scalar too (generate()'s trace)
+  Tensor zero = make_tensor({}, dtype, "torch.tensor"), low = make_tensor({}, dtype, "scalar_tensor");
   Tensor out = make_tensor({B, 1, T, kv}, dtype, "where");
-  other.reset();
   zero.reset();
+  low.reset();
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "engine/core/alloc_tag.h"
 #include "engine/core/grad_mode.h"
 #include "engine/models/hf/causal_lm.h"
+#include "engine/models/hf/generation_masks.h"
 #include "engine/models/hf/decoder.h"
 #include "engine/models/hf/eager.h"
 #include "engine/models/hf/modules.h"
@@ -209,21 +210,24 @@ class Gpt2LMHeadModel : public CausalLM {
     return head(transformer_forward(idx), idx);
   }
 
+  // A cached forward outside generate() (the data tests): generate()'s inputs for `idx`.
+  Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+    return forward_generate(generation_inputs(idx, pos), cache, pos);
+  }
+
   // generate() with the dynamic cache, as for the Llama-shaped decoder: GPT2Model over the
   // new tokens with generate()'s position_ids, then lm_head on the last position only.
-  Tensor forward_cached(const Tensor& idx, KvCache& cache, int64_t pos) override {
+  Tensor forward_generate(const GenerateInputs& in, KvCache& cache, int64_t pos) override {
     if (arch_.eager)
       throw std::invalid_argument(
           "hf: generation with attn_implementation \"eager\" is not modelled yet (its per-step masks); use \"sdpa\"");
-    check_length(pos + idx.size(1), "n_positions");
-    Tensor h = transformer_cached(idx, cache, pos);
+    check_length(pos + in.input_ids.size(1), "n_positions");
+    Tensor h = transformer_cached(in, cache, pos);
     Tensor last = h.slice(1, h.size(1) - 1, h.size(1));
     h.reset();
     CategoryScope cs(Category::Logits);
     return (*lm_head_)(last);
   }
-  bool can_generate() const override { return true; }
-  bool hf_generate() const override { return true; }
 
   void apply_finetune(const FinetuneSpec& f) override {
     adapted_ = f.method != "full";
@@ -322,16 +326,15 @@ class Gpt2LMHeadModel : public CausalLM {
 
   // GPT2Model.forward under generate(): wte, wpe at generate()'s position_ids (batch, T),
   // their sum, the blocks with the cache (no mask: SDPA's is_causal), ln_f. No dropout (eval).
-  Tensor transformer_cached(const Tensor& idx, KvCache& cache, int64_t pos) {
-    const int64_t B = idx.size(0), T = idx.size(1);
+  Tensor transformer_cached(const GenerateInputs& in, KvCache& cache, int64_t pos) {
+    const int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
     CategoryScope cs(Category::Activation);
-    Tensor inputs_embeds = (*wte_)(idx);
-    // generate() passes position_ids from the attention mask (cumsum - 1): (batch, T) int64
-    Tensor position_ids = make_tensor({B, T}, DType::Int64, "cumsum");
-    if (position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
-    Tensor position_embeds = (*wpe_)(position_ids);
+    Tensor inputs_embeds = (*wte_)(in.input_ids);
+    if (in.position_ids.has_data()) throw std::invalid_argument("hf: generation runs on the simulated device only");
+    Tensor position_embeds = (*wpe_)(in.position_ids);
     Tensor x = add(inputs_embeds, position_embeds);
-    cache.copy_first = true;  // DynamicLayer: cat([empty, k]) copies the first keys/values
+    hf::sdpa_mask_skipped(B, pos + T);  // create_causal_mask: SDPA's causal flag serves
+    cache.copy_first = true;            // DynamicLayer: cat([empty, k]) copies the first keys/values
     for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->run(x, Tensor(), &cache, i, pos);
     Tensor out;
     {

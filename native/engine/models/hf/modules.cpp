@@ -200,7 +200,11 @@ Tensor new_gelu(const Tensor& x) {
   inner.reset();
   Tensor one_plus = add(t, 1.0);
   t.reset();
-  return mul(half, one_plus);
+  // the expression's temporaries go left to right once the product exists (seen under no_grad)
+  Tensor out = mul(half, one_plus);
+  half.reset();
+  one_plus.reset();
+  return out;
 }
 
 Tensor causal_lm_loss(const Tensor& logits_in, const Tensor& labels, int64_t vocab) {
