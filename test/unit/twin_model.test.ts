@@ -12,7 +12,7 @@ import { requirementOf } from '../../main/runner/remedies';
 import { simulate, unboundedDevices } from '../../main/runner/simulate';
 
 /** A small GPT at a batch past an H100's 80 GB and within an H200's 141 GB. */
-const GPT = { model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 512, depth: 4, heads: 8 }, batch: 80, device: 'sim:h100-80gb' } as const;
+const GPT = { model: { kind: 'gpt', vocab: 50257, seq: 1024, dim: 512, depth: 4, heads: 8 }, batch: 96, device: 'sim:h100-80gb' } as const;
 
 describe('the unbounded twin', () => {
   it("measures an H100 job's need on an H100-model device: the peak an H200 reaches, not the generic device's", async () => {
