@@ -80,7 +80,7 @@ export function specHelp(): string {
       .join('; ')}`,
   );
   lines.push('  alloc_conf       ""         PYTORCH_CUDA_ALLOC_CONF syntax');
-  lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "cuda:0" (\'vramlab devices\')');
+  lines.push('  device           "sim:h100-80gb" | "sim:custom:24GiB" | "sim:custom:1TiB@h100-80gb" | "cuda:0" (\'vramlab devices\')');
   lines.push('  capacity         null       a size like "20GiB" or bytes');
   lines.push(
     '',

@@ -89,7 +89,7 @@ export function specLimitIssues(spec: SizedSpec): LimitIssue[] {
       message: `describes a tensor of ${tensor} bytes, more than the ${MAX_TENSOR_BYTES}-byte (1 PiB) limit`,
       input: spec.model,
     });
-  const custom = /^sim:custom:(.*)$/.exec(spec.device);
+  const custom = /^sim:custom:([^@]*)/.exec(spec.device);
   if (custom) {
     const bytes = deviceBytes(custom[1]);
     if (!(bytes >= MIN_DEVICE_BYTES && bytes <= MAX_DEVICE_BYTES))

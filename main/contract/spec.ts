@@ -276,11 +276,12 @@ const AllocConf = z
     }
   });
 
-// "sim:<preset>", "sim:custom:<size>" or "cuda:<ordinal>"; the device layer checks the preset exists.
+// "sim:<preset>", "sim:custom:<size>" (a generic GPU), "sim:custom:<size>@<preset>" (that preset's GPU
+// at another size, no context) or "cuda:<ordinal>"; the device layer checks the preset exists.
 const Device = z
   .string({ error: 'must be a string like "sim:h100-80gb" or "cuda:0"' })
-  .regex(/^(sim:[a-z0-9][a-z0-9.-]{0,40}|sim:custom:[0-9.]+\s*[A-Za-z]{0,3}|cuda:[0-9]{1,2})$/, {
-    error: 'must be "sim:<preset>" (e.g. "sim:h100-80gb"), "sim:custom:<size>" or "cuda:<n>"',
+  .regex(/^(sim:[a-z0-9][a-z0-9.-]{0,40}|sim:custom:[0-9.]+\s*[A-Za-z]{0,3}(@[a-z0-9][a-z0-9.-]{0,40})?|cuda:[0-9]{1,2})$/, {
+    error: 'must be "sim:<preset>" (e.g. "sim:h100-80gb"), "sim:custom:<size>", "sim:custom:<size>@<preset>" or "cuda:<n>"',
   });
 
 const Capacity = z.union([z.number(), z.string()], { error: 'must be a size like "20GiB" or a number of bytes' }).transform((v, ctx) => {

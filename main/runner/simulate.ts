@@ -4,11 +4,18 @@
 import type { NativeAddon, NativeOutcome, NativeRunHandle } from '../addon/types';
 import { engineSpec, type Spec } from '../contract/spec';
 import { MAX_DEVICE_BYTES } from '../contract/limits';
+import { twinDevice } from './predict_device';
 
-/** Devices far larger than a job needs, tried in order for what it needs past an OOM: 1 TiB
+/** Sizes far larger than a job needs, tried in order for what it needs past an OOM: 1 TiB
  *  first, since expandable segments reserve address space in proportion to the device and a
  *  device near the 1 PiB limit runs out of it; larger only for a job that needs more. */
-export const UNBOUNDED_DEVICES = [`sim:custom:${2 ** 40}`, `sim:custom:${2 ** 44}`, `sim:custom:${MAX_DEVICE_BYTES}`];
+export const UNBOUNDED_BYTES = [2 ** 40, 2 ** 44, MAX_DEVICE_BYTES];
+
+/** The unbounded devices for a spec on `device`: its GPU model at each size, so the engine's
+ *  kernels (cuBLAS workspace, attention backend) are the card's. */
+export function unboundedDevices(native: NativeAddon, device: string): string[] {
+  return UNBOUNDED_BYTES.map((bytes) => twinDevice(native, device, bytes));
+}
 
 export class SimCancelled extends Error {
   constructor() {
@@ -57,7 +64,7 @@ export function simulate(
   });
 }
 
-/** The spec run to its end on a device larger than it needs, without its capacity cap (or the
+/** The spec run to its end on a device of its card's model larger than it needs, without its capacity cap (or the
  *  cap would stop it where the card did): the peak it needs. */
 export async function simulateUnbounded(
   native: NativeAddon,
@@ -66,7 +73,7 @@ export async function simulateUnbounded(
   running?: Set<NativeRunHandle>,
 ): Promise<NativeOutcome> {
   let o: NativeOutcome | null = null;
-  for (const device of UNBOUNDED_DEVICES) {
+  for (const device of unboundedDevices(native, spec.device)) {
     o = await simulate(native, { ...spec, capacity: null }, device, signal, running);
     if (o.status !== 'oom') return o;
   }

@@ -82,7 +82,8 @@ class Device {
 // All devices this machine offers: every simulated preset, then each CUDA GPU found.
 std::vector<DeviceInfo> list_devices();
 
-// "sim:h100-80gb", "sim:custom:24GiB", "cuda:0". Throws std::invalid_argument on an unknown id.
+// "sim:h100-80gb", "sim:custom:24GiB", "sim:custom:1TiB@h100-80gb" (a preset's GPU at another size,
+// no context), "sim:custom:1TiB@cuda:0" (that card's GPU), "cuda:0". Throws std::invalid_argument on an unknown id.
 std::unique_ptr<Device> open_device(const std::string& id);
 
 // "cuda:0" when a GPU is usable, else the default simulated preset.

@@ -11,7 +11,41 @@ namespace vramlab {
 
 namespace {
 constexpr const char* kDefaultSim = "sim:h100-80gb";
+constexpr const char* kSimulatedSuffix = " (simulated)";
+
+// "sim:custom:SIZE" or "sim:custom:SIZE@MODEL": SIZE for the allocator, no context. MODEL (a
+// preset key, or "cuda:N" for a card with no preset) names the device after that GPU, so the
+// engine's name-keyed facts (cuBLAS workspace, SM count, compute capability) are that card's:
+// the unbounded and predicted twins of a run keep its card's kernels. Without MODEL the device
+// is a generic "Simulated GPU", with an H100's speeds so its modelled times stay meaningful.
+std::unique_ptr<Device> open_custom(const std::string& id) {
+  std::string rest = id.substr(11);
+  size_t at = rest.find('@');
+  std::string size = rest.substr(0, at);
+  uint64_t total = parse_byte_size(size);
+  auto h100 = find_sim_preset("h100-80gb");
+  if (at == std::string::npos)
+    return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total, h100 ? h100->mem_bandwidth_gbs : 0,
+                                       h100 ? h100->fp32_tflops : 0, h100 ? h100->bf16_tflops : 0);
+  std::string model = rest.substr(at + 1);
+  if (model.rfind("cuda:", 0) == 0) {
+    // The card's own name; its speeds are not known to the time model, so an H100's as above.
+    for (const DeviceInfo& d : cuda_list_devices())
+      if (d.id == model)
+        return std::make_unique<SimDevice>(id, d.name + " (simulated, " + size + ")", total,
+                                           h100 ? h100->mem_bandwidth_gbs : 0, h100 ? h100->fp32_tflops : 0,
+                                           h100 ? h100->bf16_tflops : 0);
+    throw std::invalid_argument("unknown device '" + id + "': no CUDA device " + model + " here");
+  }
+  auto p = find_sim_preset(model);
+  if (!p) throw std::invalid_argument("unknown device '" + id + "': no simulated preset named '" + model + "'");
+  std::string name = p->name;
+  size_t cut = name.rfind(kSimulatedSuffix);
+  if (cut != std::string::npos) name.resize(cut);
+  return std::make_unique<SimDevice>(id, name + " (simulated, " + size + ")", total, p->mem_bandwidth_gbs,
+                                     p->fp32_tflops, p->bf16_tflops);
 }
+}  // namespace
 
 std::vector<DeviceInfo> list_devices() {
   std::vector<DeviceInfo> out;
@@ -35,15 +69,7 @@ std::vector<DeviceInfo> list_devices() {
 }
 
 std::unique_ptr<Device> open_device(const std::string& id) {
-  if (id.rfind("sim:custom:", 0) == 0) {
-    std::string size = id.substr(11);
-    uint64_t total = parse_byte_size(size);
-    // A custom size keeps an H100's speeds, so its modelled times stay meaningful. It has no
-    // context: SIZE is what the allocator may use.
-    auto h100 = find_sim_preset("h100-80gb");
-    return std::make_unique<SimDevice>(id, "Simulated GPU (" + size + ")", total, h100 ? h100->mem_bandwidth_gbs : 0,
-                                       h100 ? h100->fp32_tflops : 0, h100 ? h100->bf16_tflops : 0);
-  }
+  if (id.rfind("sim:custom:", 0) == 0) return open_custom(id);
   if (id.rfind("sim:", 0) == 0) {
     auto p = find_sim_preset(id.substr(4));
     if (!p)
@@ -57,7 +83,8 @@ std::unique_ptr<Device> open_device(const std::string& id) {
       throw std::invalid_argument("unknown device '" + id + "': expected cuda:<ordinal>");
     return cuda_open_device(std::stoi(n));
   }
-  throw std::invalid_argument("unknown device '" + id + "': expected sim:<preset>, sim:custom:<size> or cuda:<n>");
+  throw std::invalid_argument("unknown device '" + id +
+                              "': expected sim:<preset>, sim:custom:<size>[@<preset>] or cuda:<n>");
 }
 
 std::string default_device_id() {

@@ -9,8 +9,9 @@ import { native } from '../helpers/addon';
 import { parseSpec } from '../../main/contract/spec';
 import { simulate } from '../../main/runner/simulate';
 
-/** A device far larger than these jobs need (a sim:custom device has no context of its own). */
-const UNBOUNDED = 'sim:custom:1TiB';
+/** A device of the T4's model far larger than these jobs need (a sim:custom device has no
+ *  context of its own). */
+const UNBOUNDED = 'sim:custom:1TiB@t4-16gb';
 import { cardMemory } from '../../main/runner/card_memory';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'vramlab-remedies-'));

@@ -8,8 +8,9 @@ import { Predictor } from '../../main/runner/predict';
 import { checkRemedies } from '../../main/runner/remedies';
 import { simulate } from '../../main/runner/simulate';
 
-/** A device far larger than these jobs need (a sim:custom device has no context of its own). */
-const UNBOUNDED = 'sim:custom:1TiB';
+/** A device of the 4090's model far larger than these jobs need (a sim:custom device has no
+ *  context of its own). */
+const UNBOUNDED = 'sim:custom:1TiB@rtx4090-24gb';
 import { cardMemory } from '../../main/runner/card_memory';
 import { checkSpec, parseSpec, type SpecInput } from '../../main/contract/spec';
 import { verdictLine } from '../../main/contract/verdict';

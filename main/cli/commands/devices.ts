@@ -21,7 +21,7 @@ const devices: Command = async (args, io) => {
     ),
   );
   io.out(
-    '\nCUDA context: memory outside PyTorch (context, cuBLAS, kernels); the allocator gets the rest; measured on that card, or estimated (--json says how). sim:custom:SIZE has none.\n',
+    "\nCUDA context: memory outside PyTorch (context, cuBLAS, kernels); the allocator gets the rest; measured on that card, or estimated (--json says how). sim:custom:SIZE has none (a generic GPU; sim:custom:SIZE@PRESET is that preset's GPU at SIZE).\n",
   );
   if (!list.some((d) => d.kind === 'cuda')) io.out('\nNo CUDA GPU found: experiments run on a simulated device.\n');
   return 0;
