@@ -143,12 +143,22 @@ async function appRun(page, c) {
   return { s, cpu };
 }
 
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  executablePath: chromiumPath,
   headless: true,
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
-const browserPid = browser.process()?.pid ?? -1;
+// The browser's main process: the child of this one running the executable (Playwright starts it here).
+const browserPid = (() => {
+  try {
+    for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x)))
+      if (stat(p)?.[1] === String(process.pid) && readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith(chromiumPath)) return p;
+  } catch {
+    /* not Linux: no CPU column */
+  }
+  return -1;
+})();
 const serve = await startServe();
 try {
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
