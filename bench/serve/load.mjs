@@ -119,7 +119,8 @@ function caller(ws) {
   const waiting = new Map();
   const parts = new Map();
   let next = 1;
-  ws.on('message', (d) => {
+  ws.on('message', (d, isBinary) => {
+    if (isBinary) return; // packed run progress: this client reads replies only
     let m = JSON.parse(d.toString());
     if (m.type === 'part') {
       const got = (parts.get(m.id) ?? []).concat(m.data);

@@ -35,8 +35,4 @@ export interface PartMessage {
 /** One frame on the wire from host to client. */
 export type ServerMessage = ({ type: 'response' } & Response) | ({ type: 'event' } & EventMessage) | PartMessage;
 
-/** Largest frame the server sends; a larger response goes as PartMessages of this size. */
-export const MAX_FRAME_CHARS = 1 << 20;
-
-/** Max bytes of one incoming message: specs and commands are small; anything larger is hostile. */
-export const MAX_MESSAGE_BYTES = 1 << 20;
+export { MAX_FRAME_CHARS, MAX_MESSAGE_BYTES } from './frame_limits';

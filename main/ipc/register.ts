@@ -4,6 +4,7 @@ import { ipcMain, BrowserWindow, type IpcMainInvokeEvent, type WebContents } fro
 import { MAX_MESSAGE_BYTES, type EventMessage } from '../contract';
 import type { Audience, Host } from '../host/host';
 import type { Client } from '../host/client';
+import { packEvent } from '../contract/packed_progress';
 import { CHANNEL_EVENT, CHANNEL_REQUEST } from './channels';
 
 export function registerIpc(host: Host, isTrustedSender: (e: IpcMainInvokeEvent) => boolean): () => void {
@@ -27,11 +28,15 @@ export function registerIpc(host: Host, isTrustedSender: (e: IpcMainInvokeEvent)
       return { id: null, ok: false, error: { code: 'bad_request', message: 'message too large' } };
     return host.handle(raw, 'ipc', clientFor(event.sender));
   });
+  // Run progress goes packed (contract/packed_progress.ts), the frame the WebSocket sends:
+  // a Uint8Array crosses IPC as bytes, where an object of 4096 events is cloned field by field.
   const onEvent = (msg: EventMessage, audience: Audience) => {
+    let payload: Uint8Array | EventMessage | null = null;
     for (const win of BrowserWindow.getAllWindows()) {
       if (win.isDestroyed() || win.webContents.isDestroyed()) continue;
       if (audience && !audience.has(clients.get(win.webContents.id)?.id ?? '')) continue;
-      win.webContents.send(CHANNEL_EVENT, msg);
+      payload ??= packEvent(msg) ?? msg;
+      win.webContents.send(CHANNEL_EVENT, payload);
     }
   };
   host.events.on('event', onEvent);

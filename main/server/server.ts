@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { MAX_MESSAGE_BYTES, type EventMessage, type ServerMessage } from '../contract';
+import { packEvent } from '../contract/packed_progress';
 import type { Audience, Host } from '../host/host';
 import { newToken, refuseUpgrade, isLoopback } from './auth';
 import { serveStatic } from './static';
@@ -65,12 +66,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
 
   // Run events name their audience (the run's subscribers); other events go to everyone.
+  // Run progress goes as one binary frame (contract/packed_progress.ts), encoded once for all;
+  // a batch too large for one frame goes as JSON text, as every other event does.
   const onEvent = (msg: EventMessage, audience: Audience) => {
-    let frame: string | null = null;
+    let frame: Uint8Array | string | null = null;
     for (const ws of wss.clients) {
       if (audience && !audience.has(clientOf.get(ws) ?? '')) continue;
       if (ws.readyState !== ws.OPEN || ws.bufferedAmount >= MAX_BUFFERED) continue;
-      ws.send((frame ??= JSON.stringify({ type: 'event', ...msg } satisfies ServerMessage)));
+      frame ??= packEvent(msg) ?? JSON.stringify({ type: 'event', ...msg } satisfies ServerMessage);
+      ws.send(frame, { binary: typeof frame !== 'string' });
     }
   };
   opts.host.events.on('event', onEvent);

@@ -5,9 +5,9 @@ import { byteTicks } from '../../renderer/src/charts/ticks';
 
 describe('stackDecimated', () => {
   const n = 100_000;
-  const a = Array.from({ length: n }, (_, i) => ({ x: i, y: 10 }));
-  const b = Array.from({ length: n }, (_, i) => ({ x: i, y: i === 54_321 ? 1000 : 5 }));
-  const total = a.map((p, i) => ({ x: p.x, y: p.y + b[i].y }));
+  const a = Array.from({ length: n }, () => 10);
+  const b = Array.from({ length: n }, (_, i) => (i === 54_321 ? 1000 : 5));
+  const total = a.map((y, i) => ({ x: i, y: y + b[i] }));
 
   it('keeps at most two points per bucket, shared x values, cumulative y', () => {
     const [sa, sb] = stackDecimated([a, b], total, 0, n - 1, 500);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { haveChromium, launch, SHOTS } from '../helpers/browser';
 import { startTestServer } from '../helpers/server';
+import { parseFrame } from '../helpers/frames';
 
 let server: Awaited<ReturnType<typeof startTestServer>>;
 
@@ -22,7 +23,7 @@ function openWs(url: string, headers: Record<string, string> = {}): Promise<WebS
 }
 
 function nextMessage(ws: WebSocket): Promise<any> {
-  return new Promise((resolve) => ws.once('message', (d) => resolve(JSON.parse(d.toString()))));
+  return new Promise((resolve) => ws.once('message', (d) => resolve(parseFrame(d))));
 }
 
 describe('vramlab serve: WebSocket access', () => {

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { parseFrame } from '../helpers/frames';
 
 const root = path.resolve(__dirname, '../..');
 // The spec at tiny widths (same graph depth, a fraction of the work).
@@ -61,7 +62,7 @@ beforeAll(async () => {
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
   const parts = new Map<number, string>();
   ws.on('message', (d) => {
-    let m = JSON.parse(d.toString());
+    let m = parseFrame(d);
     if (m.type === 'part') {
       parts.set(m.id, (parts.get(m.id) ?? '') + m.data);
       if (!m.last) return;

@@ -7,6 +7,7 @@ import { createHost } from '../../main/host/create';
 import { loadAddon } from '../../main/addon/load';
 import type { Host } from '../../main/host/host';
 import type { EventMessage } from '../../main/contract';
+import { packEvent, unpackEvent } from '../../main/contract/packed_progress';
 import type { Transport } from '../../renderer/src/transport/transport';
 
 export interface HostTransport {
@@ -22,7 +23,11 @@ export function hostTransport(prefix = 'vramlab-host-'): HostTransport {
     kind: 'websocket',
     send: (m) => host.handle(m, 'websocket'),
     onEvent: (l) => {
-      const f = (m: EventMessage) => l(m);
+      // Run progress crosses as the transports carry it: packed, then decoded as the page does.
+      const f = (m: EventMessage) => {
+        const packed = packEvent(m);
+        l(packed ? unpackEvent(packed) : m);
+      };
       host.events.on('event', f);
       return () => host.events.off('event', f);
     },

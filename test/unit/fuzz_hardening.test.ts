@@ -27,6 +27,7 @@ import { rendererDist } from '../../main/paths';
 import type { Host } from '../../main/host/host';
 import { native } from '../helpers/addon';
 import { deepTupleKey, laughsSnapshot, longTextArg } from '../helpers/pickles';
+import { parseFrame } from '../helpers/frames';
 
 const SEED = 15;
 const FIX = path.resolve(__dirname, '../fixtures');
@@ -314,7 +315,7 @@ describe('fuzz: WebSocket frames', () => {
     const ws = new WebSocket(server.wsUrl);
     await new Promise((r) => ws.once('open', r));
     const replies: unknown[] = [];
-    ws.on('message', (d) => replies.push(JSON.parse(d.toString())));
+    ws.on('message', (d) => replies.push(parseFrame(d)));
     const method = fc.constantFrom(
       'devices.list',
       'runs.list',
@@ -351,7 +352,7 @@ describe('fuzz: WebSocket frames', () => {
       expect(typeof r.ok).toBe('boolean');
       if (!r.ok) expect(typeof r.error!.message).toBe('string');
     }
-    const alive = new Promise((r) => ws.once('message', (d) => r(JSON.parse(d.toString()))));
+    const alive = new Promise((r) => ws.once('message', (d) => r(parseFrame(d))));
     ws.send(JSON.stringify({ id: 'last', method: 'devices.list' }));
     expect(await alive).toMatchObject({ id: 'last', ok: true });
     ws.close();

@@ -11,6 +11,7 @@ import { createHost } from '../../main/host/create';
 import type { Host } from '../../main/host/host';
 import { methods, MAX_MESSAGE_BYTES, type Response } from '../../main/contract';
 import { startServer } from '../../main/server/server';
+import { parseFrame } from '../helpers/frames';
 
 const COUNT = 10_000;
 
@@ -182,7 +183,7 @@ describe('fuzzing the WebSocket server', () => {
       let replies = 0;
       let errors = 0;
       const onMessage = (data: WebSocket.RawData) => {
-        const msg = JSON.parse(data.toString());
+        const msg = parseFrame(data);
         if (msg.type !== 'response') return;
         wellFormed(msg);
         replies++;
@@ -210,7 +211,7 @@ describe('fuzzing the WebSocket server', () => {
       expect(await closed).toBe(1009);
 
       ws = await open();
-      const answer = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (d) => resolve(JSON.parse(d.toString()))));
+      const answer = new Promise<Record<string, unknown>>((resolve) => ws.once('message', (d) => resolve(parseFrame(d))));
       ws.send(JSON.stringify({ id: 42, method: 'app.info' }));
       const info = await answer;
       expect(info).toMatchObject({ type: 'response', id: 42, ok: true, result: { transport: 'websocket' } });

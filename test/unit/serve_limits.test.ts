@@ -18,6 +18,7 @@ import { parseSpec } from '../../main/contract/spec';
 import type { Host } from '../../main/host/host';
 import type { MemorySample } from '../../main/contract/runs';
 import { native } from '../helpers/addon';
+import { parseFrame } from '../helpers/frames';
 
 let dir = '';
 let host: Host;
@@ -86,7 +87,7 @@ function client(ws: WebSocket) {
   let frames = 0;
   ws.on('message', (d) => {
     frames++;
-    let m = JSON.parse(d.toString());
+    let m = parseFrame(d);
     if (m.type === 'part') {
       const got = (parts.get(m.id) ?? []).concat(m.data);
       if (!m.last) return void parts.set(m.id, got);

@@ -16,6 +16,7 @@ import { writePickle } from '../../main/snapshot/pickle/writer';
 import type { PickleValue } from '../../main/snapshot/pickle/values';
 import { startServer, type RunningServer } from '../../main/server/server';
 import { native } from '../helpers/addon';
+import { parseFrame } from '../helpers/frames';
 
 /** n alloc/free pairs, each with its own stack list (PyTorch's layout): a few seconds to read. */
 function bigSnapshot(pairs: number): Buffer {
@@ -52,7 +53,7 @@ class Client {
   private waiters = new Map<string, (m: unknown) => void>();
   constructor(readonly ws: WebSocket) {
     ws.on('message', (d) => {
-      const m = JSON.parse(d.toString());
+      const m = parseFrame(d);
       if (m.type !== 'response') return;
       this.replies.set(String(m.id), { at: performance.now(), msg: m });
       this.waiters.get(String(m.id))?.(m);

@@ -12,6 +12,7 @@ import type { RunManager } from '../../main/runner/manager';
 import { startServer, type RunningServer } from '../../main/server/server';
 import { rendererDist } from '../../main/paths';
 import { native } from '../helpers/addon';
+import { parseFrame } from '../helpers/frames';
 
 const MAX_RUNS = 3;
 const MAX_PREDICTIONS = 2;
@@ -63,7 +64,7 @@ async function connect() {
   const parts = new Map<number, string[]>();
   const events: { event: string; data: any }[] = [];
   ws.on('message', (d) => {
-    let m = JSON.parse(d.toString());
+    let m = parseFrame(d);
     if (m.type === 'part') {
       const got = (parts.get(m.id) ?? []).concat(m.data);
       if (!m.last) return void parts.set(m.id, got);

@@ -89,6 +89,10 @@ const KEYS: Record<string, number> = {
   user_metadata: K_UM,
 };
 const TWO32 = 2 ** 32;
+// Little-endian words read inline: Buffer's readUInt32LE/readInt32LE check their offset on
+// every call, and these run several times an event (the caller has checked the bounds).
+const u32At = (b: Buffer, i: number): number => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16)) + b[i + 3] * 0x1000000;
+const i32At = (b: Buffer, i: number): number => b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24);
 const growU32 = (a: Uint32Array): Uint32Array => {
   // (the stack list of a deep recursion can run to thousands of frames)
   const b = new Uint32Array(a.length * 2);
@@ -286,7 +290,7 @@ export class TraceFastPath {
       this.p += 2;
     } else if (op === Op.LONG_BINPUT) {
       if (this.p + 5 > this.lim) return false;
-      idx = buf.readUInt32LE(this.p + 1);
+      idx = u32At(buf, this.p + 1);
       this.p += 5;
     } else return true; // not memoized
     // Only a new index at the end of the memo: anything else rebinds or skips (the general path).
@@ -313,7 +317,7 @@ export class TraceFastPath {
       this.p += 2;
     } else if (op === Op.LONG_BINGET) {
       if (this.p + 5 > this.lim) return -1;
-      idx = buf.readUInt32LE(this.p + 1);
+      idx = u32At(buf, this.p + 1);
       this.p += 5;
     } else return -1;
     this.ops++;
@@ -407,7 +411,7 @@ export class TraceFastPath {
       this.p = p + 3;
     } else if (op === Op.BININT) {
       if (p + 5 > this.lim) return false;
-      this.num = buf.readInt32LE(p + 1);
+      this.num = i32At(buf, p + 1);
       this.p = p + 5;
     } else if (op === Op.LONG1) {
       if (p + 2 > this.lim) return false;
@@ -415,7 +419,7 @@ export class TraceFastPath {
       const q = p + 2;
       if (n < 1 || n > 8 || q + n > this.lim) return false;
       // Beyond 6 bytes: the low word and the signed rest; beyond 2^53 the general path judges.
-      this.num = n <= 6 ? buf.readIntLE(q, n) : buf.readIntLE(q + 4, n - 4) * TWO32 + buf.readUInt32LE(q);
+      this.num = n <= 6 ? buf.readIntLE(q, n) : buf.readIntLE(q + 4, n - 4) * TWO32 + u32At(buf, q);
       if (!Number.isSafeInteger(this.num)) return false;
       this.p = q + n;
     } else return false;
@@ -522,7 +526,7 @@ export class TraceFastPath {
         // A GET not followed by APPEND is the next key: the list has ended.
         if (q >= lim) return false;
         if (buf[q] !== Op.APPEND) break;
-        const idx = long ? buf.readUInt32LE(p + 1) : buf[p + 1];
+        const idx = long ? u32At(buf, p + 1) : buf[p + 1];
         if (idx >= memoCount) return false;
         if (n === idxs.length) idxs = this.idxs = growU32(idxs);
         idxs[n++] = idx;
@@ -595,8 +599,8 @@ export class TraceFastPath {
     const buf = this.r.src.buf;
     const len = end - start;
     let h = Math.imul(0x811c9dc5 ^ len, 0x01000193);
-    if (len >= 4) h = Math.imul(h ^ buf.readInt32LE(start), 0x01000193);
-    for (let k = end - 4; k >= start && k >= end - 32; k -= 4) h = Math.imul(h ^ buf.readInt32LE(k), 0x01000193);
+    if (len >= 4) h = Math.imul(h ^ i32At(buf, start), 0x01000193);
+    for (let k = end - 4; k >= start && k >= end - 32; k -= 4) h = Math.imul(h ^ i32At(buf, k), 0x01000193);
     return h & 0x3fffffff;
   }
 

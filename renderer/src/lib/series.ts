@@ -47,8 +47,10 @@ export class RunSeries {
   readonly allocated: Point[] = [];
   readonly reserved: Point[] = [];
   readonly active: Point[] = [];
-  /** Per category, stacked view; the last one is cached-free (reserved - allocated). */
-  readonly categories: Point[][] = [...CATEGORIES, 'cached-free'].map(() => []);
+  /** Bytes per category at each sample (x is allocated[i].x), for the stacked view; the last
+   *  one is cached-free (reserved - allocated). Plain numbers, not points: 15 objects a sample
+   *  were most of what a long live run left to the page's garbage collector. */
+  readonly categories: number[][] = [...CATEGORIES, 'cached-free'].map(() => []);
   readonly ops: Array<string | undefined> = [];
   readonly modules: Array<string | undefined> = [];
   readonly phases: Phase[] = [];
@@ -90,8 +92,8 @@ export class RunSeries {
     this.reserved.push({ x, y: s.reserved });
     this.active.push({ x, y: s.active ?? s.allocated });
     const cats = s.byCategory;
-    for (let c = 0; c < CATEGORIES.length; c++) this.categories[c].push({ x, y: cats ? (cats[c] ?? 0) : 0 });
-    this.categories[CATEGORIES.length].push({ x, y: Math.max(0, s.reserved - s.allocated) });
+    for (let c = 0; c < CATEGORIES.length; c++) this.categories[c].push(cats ? (cats[c] ?? 0) : 0);
+    this.categories[CATEGORIES.length].push(Math.max(0, s.reserved - s.allocated));
     this.ops.push(s.op);
     this.modules.push(s.module);
     if (s.reserved > this.maxReserved) this.maxReserved = s.reserved;

@@ -9,11 +9,17 @@ export interface StackPoint extends Point {
 }
 
 /**
- * columns[c][i] = bytes of category c at sample i (all the same length, x ascending).
+ * columns[c][i] = bytes of category c at sample i, whose x is total[i].x (all the same length, x ascending).
  * Returns one array per category of cumulative points over [xMin, xMax], at most
  * 2 x buckets points each, all sharing the same x values.
  */
-export function stackDecimated(columns: Point[][], total: Point[], xMin: number, xMax: number, buckets: number): StackPoint[][] {
+export function stackDecimated(
+  columns: readonly (readonly number[])[],
+  total: readonly Point[],
+  xMin: number,
+  xMax: number,
+  buckets: number,
+): StackPoint[][] {
   const n = total.length;
   const out: StackPoint[][] = columns.map(() => []);
   if (!n) return out;
@@ -52,7 +58,7 @@ export function stackDecimated(columns: Point[][], total: Point[], xMin: number,
   for (const i of picks) {
     let sum = 0;
     for (let c = 0; c < columns.length; c++) {
-      const v = columns[c][i].y;
+      const v = columns[c][i];
       sum += v;
       out[c].push({ x: total[i].x, y: sum, v });
     }

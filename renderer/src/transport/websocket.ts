@@ -1,7 +1,9 @@
 // Browser against `vramlab serve`: one WebSocket, requests matched to responses by id,
 // reconnecting with backoff when the connection drops.
 import type { EventMessage, Response, ServerMessage } from '$contract';
+import { isPacked, unpackEvent } from '$contract/packed_progress';
 import type { ConnectionState, Transport } from './transport';
+import { reportBadFrame } from './bad_frame';
 
 export function websocketTransport(url: string): Transport {
   let ws: WebSocket | undefined;
@@ -21,12 +23,25 @@ export function websocketTransport(url: string): Transport {
   const open = () => {
     setState('connecting');
     ws = new WebSocket(url);
+    ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       retry = 250;
       setState('open');
       for (const m of queue.splice(0)) ws!.send(m);
     };
     ws.onmessage = (e) => {
+      // Run progress comes packed: decoded once here, refused whole when malformed (the run's
+      // numbered batches then show a gap, and the stored run is shown at its end).
+      if (isPacked(e.data)) {
+        let event: EventMessage;
+        try {
+          event = unpackEvent(e.data);
+        } catch (err) {
+          return reportBadFrame(err);
+        }
+        for (const l of eventListeners) l(event);
+        return;
+      }
       let msg: ServerMessage;
       try {
         msg = JSON.parse(String(e.data));
