@@ -22,6 +22,8 @@ constexpr DriverTake kTakes[kDriverUses] = {
     {"cuDNN attention fp16 kernels", 2, 2, false},
     {"cuBLAS fp16 gemm kernels", 2, 2, false},
     {"first scan kernel", 4, 2, false},
+    {"NCCL communicator init", 0, 2, false},  // ranges, not pieces: VaLayout::nccl_init
+    {"NCCL's range moved lower", 0, 2, false},
 };
 }  // namespace
 

@@ -19,8 +19,14 @@ enum class DriverUse {
   CudnnSdpaHalf,   // cuDNN attention's fp16 kernels, first use in the process
   CublasHalfGemm,  // cuBLAS's fp16 gemm kernels (non-Lt path), first use in the process
   FirstScan,       // the first scan kernel (cumsum)
+  // NCCL at world > 1 (h100x2_nccl_layout.json): its communicator's init at the first
+  // collective (channels, kernels, proxy buffers) fills every hole, hands the first
+  // reduction's range back less its top page and leaves the heap 2718 MiB below the origin;
+  // the next kernel family loaded after it moves a ~700 MiB range lower (NcclReload).
+  NcclInit,
+  NcclReload,
 };
-constexpr int kDriverUses = int(DriverUse::FirstScan) + 1;
+constexpr int kDriverUses = int(DriverUse::NcclReload) + 1;
 
 struct DriverTake {
   const char* name;

@@ -15,10 +15,32 @@ VaLayout::VaLayout(uintptr_t base, uint64_t span) : base_(base), span_(span) {
 void VaLayout::driver_use(DriverUse u, int thread, const Occupied& occupied) {
   const DriverTake& t = driver_take(u);
   if (u != DriverUse::FirstKernel) driver_use(DriverUse::FirstKernel, 0, occupied);
+  // NCCL's range moves only once its communicator has placed it
+  if (u == DriverUse::NcclReload && !used_.count({int(DriverUse::NcclInit), -1})) return;
   if (!used_.emplace(int(u), t.per_thread ? thread : -1).second) return;
+  if (u == DriverUse::NcclInit || u == DriverUse::NcclReload) return nccl(u);
   const size_t mib = size_t(1) << 20;
-  for (size_t done = 0; done < t.mib; done += t.piece_mib) (void)take(t.piece_mib * mib, occupied);
+  for (size_t done = 0; done < t.mib; done += t.piece_mib) {
+    const uintptr_t va = take(t.piece_mib * mib, occupied);
+    if (u == DriverUse::FirstReduction) reduction_va_ = va;
+  }
   if (u == DriverUse::FirstReduction) give(origin_ - kStartupHandedOver, kStartupHandedOver);
+}
+
+void VaLayout::nccl(DriverUse u) {
+  const size_t mib = size_t(1) << 20;
+  if (u == DriverUse::NcclInit) {
+    free_.clear();  // channels (2 MiB each), kernels and the proxy's first buffers fill every hole
+    if (lowest_ > at_mib(kNcclLowest)) lowest_ = at_mib(kNcclLowest);
+    if (reduction_va_) give(reduction_va_, (driver_take(DriverUse::FirstReduction).mib - 2) * mib);
+    give(at_mib(kNcclHole), size_t(kNcclHoleMib) * mib);
+    return;
+  }
+  if (!used_.count({int(DriverUse::NcclInit), -1})) return;     // moves only what init placed
+  const bool untouched_below = lowest_ == at_mib(kNcclLowest);  // nothing placed below the heap's end since
+  if (lowest_ > at_mib(kNcclMovedLowest)) lowest_ = at_mib(kNcclMovedLowest);
+  if (untouched_below) give(at_mib(kNcclTailLo), size_t(kNcclTailHi - kNcclTailLo) * mib);
+  give(at_mib(kNcclFreedLo), size_t(kNcclFreedHi - kNcclFreedLo) * mib);
 }
 
 uintptr_t VaLayout::take(size_t bytes, const Occupied& occupied) {

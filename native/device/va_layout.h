@@ -51,6 +51,15 @@ class VaLayout {
   // (a per-thread use names its thread); the first use of anything is a kernel launch.
   void driver_use(DriverUse u, int thread = 0, const Occupied& occupied = nullptr);
 
+  // NCCL's address space at world 2 on rank 0, MiB from the origin (h100x2_nccl_layout.json,
+  // the heap filled with 2 MiB cudaMallocs after the first all_reduce and after DDP's
+  // constructor): after init the heap ends at -2718 with a 14 MiB hole at -1868 and the
+  // first reduction's range free; the move takes down to -3422 and frees [-2558, -1868)
+  // and [-2728, -2718).
+  static constexpr int64_t kNcclLowest = -2718, kNcclHole = -1868, kNcclHoleMib = 14;
+  static constexpr int64_t kNcclMovedLowest = -3422, kNcclFreedLo = -2558, kNcclFreedHi = -1868;
+  static constexpr int64_t kNcclTailLo = -2728, kNcclTailHi = -2718;
+
   uintptr_t base() const { return base_; }
   uintptr_t origin() const { return origin_; }
   uint64_t span() const { return span_; }
@@ -63,6 +72,9 @@ class VaLayout {
   std::map<uintptr_t, size_t> free_;    // unused ranges in the regions handed out so far
   uintptr_t lowest_;                    // the lowest region's start; new chunks go below
   std::set<std::pair<int, int>> used_;  // driver uses taken: (use, thread or -1)
+  uintptr_t reduction_va_ = 0;          // the first reduction's range (NCCL hands it back)
+  void nccl(DriverUse u);
+  uintptr_t at_mib(int64_t mib) const { return uintptr_t(int64_t(origin_) + mib * (int64_t(1) << 20)); }
 };
 
 }  // namespace vramlab

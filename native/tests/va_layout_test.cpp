@@ -124,3 +124,28 @@ TEST(VaLayout, TheSimulatedDevicePlacesSegmentsByIt) {
   want.push_back(v.take(30 * MiB));
   EXPECT_EQ(got, want);
 }
+
+// NCCL at world 2 on rank 0 (h100x2_nccl_layout.json, h100x2_dist_addresses.json run 6):
+// after the first all_reduce the model's segments go to the first reduction's range handed
+// back (-1086) and the 2 MiB ones to the 14 MiB hole at -1868; DDP's constructor moves
+// NCCL's range lower, and its 90 MiB broadcast buffer lands at -2558, the next 2 MiB at -2728.
+TEST(VaLayout, NcclsCommunicatorAndItsMoveLeaveTheHolesRankZeroFound) {
+  VaLayout v(kBase, kSpan);
+  (void)v.take(2 * MiB);
+  v.driver_use(DriverUse::CublasHandle, 0);
+  (void)v.take(32 * MiB);
+  v.driver_use(DriverUse::CublasLt);
+  v.driver_use(DriverUse::FirstReduction);
+  v.driver_use(DriverUse::CublasHandle, 1);
+  (void)v.take(32 * MiB);
+  v.driver_use(DriverUse::NcclReload);  // nothing to move before the communicator exists
+  v.driver_use(DriverUse::NcclInit);
+  EXPECT_EQ(rel(v, v.take(16 * MiB)), -1086);
+  EXPECT_EQ(rel(v, v.take(20 * MiB)), -1070);
+  EXPECT_EQ(rel(v, v.take(2 * MiB)), -1868);
+  EXPECT_EQ(rel(v, v.take(2 * MiB)), -1866);
+  v.driver_use(DriverUse::NcclReload);
+  EXPECT_EQ(rel(v, v.take(90 * MiB)), -2558);
+  EXPECT_EQ(rel(v, v.take(2 * MiB)), -2728);
+  EXPECT_EQ(rel(v, v.take(1000 * MiB)), -3422 - 1024);  // nothing that large free: below the moved end
+}

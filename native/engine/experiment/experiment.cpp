@@ -5,6 +5,7 @@
 
 #include "engine/autocast/autocast.h"
 #include "engine/backends/backend.h"
+#include "engine/core/driver_use.h"
 #include "engine/core/grad_mode.h"
 #include "engine/experiment/modes.h"
 #include "engine/experiment/session.h"
@@ -225,6 +226,10 @@ RunResult run_rank(const RunSpec& spec, const RunOptions& options, std::function
   m.low_dtype = spec.precision == Precision::Bf16 ? DType::BFloat16 : DType::Float16;
 
   warm_up(options.warmup);
+  // the protocol's warm-up all_reduce: NCCL's communicator comes up in the address space.
+  // Probed for dist_protocol.py's families; an hf model's DDP launch (Qwen2 bf16 weights,
+  // checkpointed) reserves 2 MiB more under it, so hf launches keep the single-GPU layout.
+  if (spec.parallel.world > 1 && spec.model.kind != "hf") driver_use(DriverUse::NcclInit);
   r.base = s.memory->memory_allocated();
   m.rbase = s.memory->memory_reserved();
   auto st = s.memory->allocator().stats();

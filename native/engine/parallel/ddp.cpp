@@ -9,6 +9,7 @@
 
 #include "engine/autograd/engine.h"
 #include "engine/autograd/node.h"
+#include "engine/core/driver_use.h"
 #include "engine/core/grad_mode.h"
 #include "engine/ops/ops.h"
 
@@ -284,6 +285,9 @@ std::shared_ptr<Ddp> distributed_data_parallel(Model& model, const DdpOptions& o
   auto d = std::make_shared<Ddp>();
   d->impl = std::make_unique<Ddp::Impl>();
   Ddp::Impl& I = *d->impl;
+  // the first kernel family loaded since NCCL's init (in DDP's constructor, before the
+  // parameters' broadcast) moves NCCL's range lower
+  driver_use(DriverUse::NcclReload);
   I.ctx = &current_context();
   I.o = o;
   I.root = &model;

@@ -10,6 +10,7 @@
 #include "engine/autograd/node.h"
 #include "engine/backends/backend.h"
 #include "engine/backends/scratch_memory.h"
+#include "engine/core/driver_use.h"
 #include "engine/core/grad_mode.h"
 #include "engine/nn/forward_inputs.h"
 #include "engine/ops/ops.h"
@@ -630,6 +631,7 @@ std::shared_ptr<Fsdp> fully_shard_model(const RunSpec& spec, const FsdpOptions& 
   };
   to_empty(*model);
   local.clear();
+  driver_use(DriverUse::NcclReload);  // reset_parameters' init kernels: the first loaded since NCCL's init
   for (auto& p : model->parameters()) f->sharded_.push_back(managed.at(p.impl())->sharded);
   install_hooks(f);
   return f;
