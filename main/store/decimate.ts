@@ -21,6 +21,8 @@ export class SampleDecimator {
   private filled = 0;
   private topAllocated: MemorySample | null = null;
   private topReserved: MemorySample | null = null;
+  private last: MemorySample | null = null;
+  private lastKept: MemorySample | null = null;
   kept = 0;
 
   /** perLevel Infinity and a stride: a fixed-rate decimator (reading a huge stored run). */
@@ -35,6 +37,7 @@ export class SampleDecimator {
   push(batch: readonly MemorySample[]): MemorySample[] {
     const out: MemorySample[] = [];
     for (const s of batch) {
+      this.last = s;
       if (!this.topAllocated || s.allocated > this.topAllocated.allocated) this.topAllocated = s;
       if (!this.topReserved || s.reserved > this.topReserved.reserved) this.topReserved = s;
       if (++this.filled >= this.stride) this.close(out);
@@ -42,10 +45,16 @@ export class SampleDecimator {
     return out;
   }
 
-  /** The open bucket's picks (end of run). */
+  /** The open bucket's picks and the run's last sample (end of run): a bucket keeps its
+   *  peaks, not its end, and the stored timeline must end where the run did. */
   flush(): MemorySample[] {
     const out: MemorySample[] = [];
     if (this.filled) this.close(out);
+    const last = this.last;
+    if (last && last !== this.lastKept && last !== out[out.length - 1]) {
+      out.push(last);
+      this.kept += 1;
+    }
     return out;
   }
 
@@ -54,6 +63,7 @@ export class SampleDecimator {
     const r = this.topReserved!;
     if (a === r) out.push(a);
     else out.push(...(a.t <= r.t ? [a, r] : [r, a]));
+    this.lastKept = out[out.length - 1];
     this.kept += a === r ? 1 : 2;
     this.topAllocated = this.topReserved = null;
     this.filled = 0;

@@ -166,6 +166,18 @@ describe('decimation keeps every peak exactly', () => {
     expect(kept.length).toBeLessThanOrEqual(2 * 1024 * (1 + Math.ceil(Math.log2(1e6 / 1024))));
     expect(Math.max(...kept.map((s) => s.allocated))).toBe(maxA);
     expect(Math.max(...kept.map((s) => s.reserved))).toBe(maxR);
+    // the stored timeline ends where the run did, though the last sample is no bucket's peak
+    expect(kept[kept.length - 1].t).toBe(999_999);
+  });
+
+  it("keeps the run's last sample when it is no bucket's peak, once", () => {
+    const sample = (t: number, allocated: number) =>
+      ({ t, allocated, reserved: allocated, active: 0, requested: 0, by: [] }) as MemorySample;
+    const d = new SampleDecimator(2); // buckets of 1, then 2, then 4: the last bucket stays open
+    const kept = [...d.push([10, 50, 20, 40, 30, 5, 60, 1].map((a, t) => sample(t, a))), ...d.flush()];
+    expect(kept[kept.length - 1]).toEqual(sample(7, 1));
+    expect(kept.filter((s) => s.t === 7)).toHaveLength(1);
+    expect(Math.max(...kept.map((s) => s.allocated))).toBe(60);
   });
 });
 
