@@ -6,61 +6,22 @@
 // simulated H100.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <sstream>
-
-#include "hf_spec_util.h"
+#include "hf_tagged_runs.h"
 
 using namespace vramlab::engine;
+using vramlab::spectest::reading_diffs;
+using vramlab::spectest::replay_h100;
 
 namespace {
 
 const SpecValue& measured() { return vramlab::spectest::repo_json("test/refs/measured/h100_hf_paths.json"); }
-
-const SpecValue& run_tagged(const std::string& tag) {
-  for (const SpecValue& run : measured()["runs"].items())
-    if (run["spec"]["tag"].as_string("tag") == tag) return run;
-  throw std::invalid_argument("no measured run tagged " + tag);
-}
-
-RunResult replay(const SpecValue& run) {
-  return run_experiment(read_run_spec(vramlab::spectest::hf_spec(run["spec"], "sim:h100-80gb")));
-}
-
-// The readings that differ from PyTorch's, as " key:+bytes", "" when every one is exact.
-std::string diffs(const SpecValue& run, const RunResult& r) {
-  std::ostringstream out;
-  for (auto& [key, val] : run["readings"].fields()) {
-    const int64_t d = r.at(key) - val.as_int(key);
-    if (d != 0) out << " " << key << ":" << (d > 0 ? "+" : "") << d;
-  }
-  return out.str();
-}
-
-void expect_exact(const std::string& tag) {
-  const SpecValue& run = run_tagged(tag);
-  SCOPED_TRACE(tag);
-  RunResult r = replay(run);
-  EXPECT_EQ(diffs(run, r), "");
-  EXPECT_EQ(r.num_parameters, run["total"].as_int("total"));
-  EXPECT_EQ(r.trainable_parameters, run["trainable"].as_int("trainable"));
-}
+const SpecValue& run_tagged(const std::string& tag) { return vramlab::spectest::tagged_run(measured(), tag); }
+void expect_exact(const std::string& tag) { vramlab::spectest::expect_tagged_exact(measured(), tag); }
 
 }  // namespace
 
 // Every measured run with its differences (bytes), exact or not, or the engine's refusal.
-TEST(engine_hf_paths, MeasuredRunsReport) {
-  for (const SpecValue& run : measured()["runs"].items()) {
-    const std::string tag = run["spec"]["tag"].as_string("tag");
-    try {
-      const std::string d = diffs(run, replay(run));
-      std::printf("  %s %s%s\n", d.empty() ? "EXACT " : "differ", tag.c_str(), d.c_str());
-    } catch (const std::exception& e) {
-      std::printf("  n/a    %s: %s\n", tag.c_str(), e.what());
-    }
-  }
-}
+TEST(engine_hf_paths, MeasuredRunsReport) { vramlab::spectest::report_tagged(measured()); }
 
 // Eager attention: the (B, 1, T, T) masks in the inputs' dtype (two for Gemma-2, the sliding one
 // past its window too), repeat_kv's copies, the scores, the float32 softmax held for backward
@@ -131,7 +92,7 @@ TEST(engine_hf_paths, NearRunsAreWithinTwoMiB) {
   for (const char* tag : {"gpt2_generate_fp32", "gpt2_generate_fp32w_bf16amp"}) {
     const SpecValue& run = run_tagged(tag);
     SCOPED_TRACE(tag);
-    RunResult r = replay(run);
+    RunResult r = replay_h100(run);
     for (auto& [key, val] : run["readings"].fields())
       EXPECT_LE(std::llabs(r.at(key) - val.as_int(key)), 2 << 20) << key;
   }
