@@ -3,6 +3,7 @@
 #include "engine/models/hf/eager.h"
 
 #include "engine/core/grad_mode.h"
+#include "engine/models/hf/generation_masks.h"
 #include "engine/ops/bmm.h"
 #include "engine/ops/common.h"
 #include "engine/ops/dropout.h"
@@ -97,16 +98,7 @@ Tensor eager_generation_mask(int64_t B, int64_t T, int64_t kv, DType dtype) {
       causal.reset();
       result = next;
     }
-    {
-      // padding_mask[batch_idx, kv_idx]: both indices broadcast to (B, 1, 1, kv) int64 first
-      Tensor bi = make_tensor({B, kv}, DType::Int64, "index"), ki = make_tensor({B, kv}, DType::Int64, "index");
-      Tensor padded = bool_tensor(B * kv, "index");
-      bi.reset();
-      ki.reset();
-      Tensor next = bool_tensor(B * T * kv, "bitwise_and");
-      padded.reset();
-      result = next;
-    }
+    and_padding_mask(result, B, T, kv);
     mask = result;
     // sdpa_mask's locals go in the order the frame holds them
     batch_arange.reset();

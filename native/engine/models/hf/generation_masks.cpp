@@ -32,6 +32,16 @@ Tensor offset_range(int64_t n) {
 }
 }  // namespace
 
+void and_padding_mask(Tensor& result, int64_t B, int64_t q, int64_t kv) {
+  Tensor bi = int64({B, kv}, "index"), ki = int64({B, kv}, "index");
+  Tensor padded = bool_tensor(B * kv, "index");
+  bi.reset();
+  ki.reset();
+  Tensor next = bool_tensor(B * q * kv, "bitwise_and");
+  padded.reset();
+  result = next;
+}
+
 Tensor sdpa_sliding_mask(int64_t B, int64_t L, int64_t q, int64_t kv, int64_t kv_offset) {
   (void)kv_offset;  // the values, not the sizes
   NoGradGuard ng;
@@ -72,16 +82,7 @@ Tensor sdpa_sliding_mask(int64_t B, int64_t L, int64_t q, int64_t kv, int64_t kv
       inner.reset();
       result = next;
     }
-    {
-      // padding_mask[batch_idx, kv_idx]: both indices broadcast to (B, 1, 1, kv) int64
-      Tensor bi = int64({B, kv}, "index"), ki = int64({B, kv}, "index");
-      Tensor padded = bool_tensor(B * kv, "index");
-      bi.reset();
-      ki.reset();
-      Tensor next = bool_tensor(B * q * kv, "bitwise_and");
-      padded.reset();
-      result = next;
-    }
+    and_padding_mask(result, B, q, kv);
     mask = result;
     // sdpa_mask's locals go in the order the frame holds them
     batch_arange.reset();

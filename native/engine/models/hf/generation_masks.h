@@ -27,4 +27,8 @@ struct WindowSizes {
 };
 WindowSizes window_mask_sizes(int64_t past, int64_t q, int64_t window);
 
+// sdpa_mask's last and_mask, padding_mask_function: padding_mask[batch_idx, kv_idx] with both
+// indices broadcast to (batch, 1, 1, kv) int64, and-ed into `result` (batch, 1, q, kv).
+void and_padding_mask(Tensor& result, int64_t batch, int64_t q, int64_t kv);
+
 }  // namespace vramlab::engine::hf
