@@ -955,6 +955,45 @@ TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
       }
 }
 
+// The tensor-core forward (attention_mma.cu: 128 queries a block, 128-key tiles at head
+// dim 64 and 64-key ones at 128, the diagonal tile's unseen key chunks skipped): lengths
+// on either side of those tiles, fewer queries than keys (a one-query decode step, a
+// prompt after a cache) and more (causal rows past the last key see every key), against
+// float64 attention on the same values; out and logsumexp poisoned first.
+TEST_F(EngineCudaOps, TensorCoreAttentionForwardAcrossTileEdgesAndUnequalLengths) {
+  struct Case {
+    int64_t sq, sk;
+    bool causal;
+  };
+  const Case cases[] = {{1, 300, false},   {1, 1, true},      {129, 129, true}, {127, 257, true}, {255, 129, true},
+                        {200, 383, false}, {383, 200, false}, {64, 64, true},   {16, 700, true}};
+  const int64_t B = 2, H = 2;
+  auto f64 = [&](const Tensor& t) {
+    Tensor c = cpu_empty(t.sizes(), DType::Float64);
+    cpu_be().unary(UnaryOp::Copy, c, t, 0);
+    return c;
+  };
+  for (int64_t D : {int64_t(64), int64_t(128)})
+    for (DType dt : {DType::Float16, DType::BFloat16})
+      for (const Case& c : cases) {
+        const double scale = 1.0 / std::sqrt(double(D));
+        const std::string what = std::string(dtype_name(dt)) + (c.causal ? " causal" : " full") +
+                                 " D=" + std::to_string(D) + " Sq=" + std::to_string(c.sq) +
+                                 " Sk=" + std::to_string(c.sk);
+        Tensor q_c = cpu_rand({B, H, c.sq, D}, dt), k_c = cpu_rand({B, H, c.sk, D}, dt),
+               v_c = cpu_rand({B, H, c.sk, D}, dt);
+        Tensor o_c = cpu_empty({B, H, c.sq, D}, DType::Float64), l_c = cpu_empty({B, H, c.sq}, DType::Float64);
+        cpu_be().attention(o_c, &l_c, f64(q_c), f64(k_c), f64(v_c), c.causal, scale);
+        Tensor o_g = gpu_poisoned({B, H, c.sq, D}, dt), l_g = gpu_poisoned({B, H, c.sq}, DType::Float32);
+        gpu_be().attention(o_g, &l_g, to_gpu(q_c), to_gpu(k_c), to_gpu(v_c), c.causal, scale);
+        // the same inputs on both sides: only P and out rounded to 16 bits differ (about one
+        // half-ulp each, 2^-9 in bf16, 2^-11 in fp16), so a key masked wrongly shows
+        const double tol = dt == DType::Float16 ? 3e-3 : 1e-2;
+        EXPECT_LE(rel_err(values(o_g), cpu_values(o_c)), tol) << what << " out";
+        EXPECT_LE(rel_err(values(l_g), cpu_values(l_c)), 1e-4) << what << " logsumexp";
+      }
+}
+
 // The one-pass backward (attention_mma_bwd.cu), which computes in the scratch the engine
 // allocates for PyTorch's backends: in flash's layout (rows padded to 128, head dim to
 // 32) and cuDNN's flat workspace, both NaN-filled first (the kernels zero what they

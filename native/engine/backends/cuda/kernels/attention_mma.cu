@@ -13,9 +13,12 @@
 // softmax computed on the accumulators feeds the next product without leaving the
 // registers (c_to_a): P V in the forward, dS K, P^T dO and dS^T Q in the backward.
 //
-//   forward   block = 4 warps x 32 queries (two 16-row tiles a warp), loop over 64-key
-//             tiles (K, V double-buffered by cp.async): S = Q K^T, online softmax in
-//             registers, O = O * corr + P V; a warp skips causal tiles it sees none of.
+//   forward   block = 4 warps x 32 queries (two 16-row tiles a warp), loop over 128-key
+//             (head dim 64) or 64-key (128) tiles, K, V double-buffered by cp.async: S =
+//             Q K^T, online softmax in registers, O = O * corr + P V. Only the tiles that
+//             reach past Sk or the block's first query are masked, and there a warp skips
+//             the 16-key chunks its rows see none of; O leaves through shared memory in
+//             16-byte row pieces.
 //   dQ        block = 4 warps x 16 queries, loop over 64-key tiles: P = exp(S - lse),
 //             dS = P (dO V^T - D), dQ += dS K.
 //   dK, dV    block = 4 warps x 16 keys, loop over query tiles (Q, dO, O double-buffered),
@@ -29,6 +32,8 @@
 // Softmax runs in base 2 (exp2 of scores pre-multiplied by scale * log2 e), as FA2 does.
 // Shared-memory rows are padded by 16 bytes, which makes the 8 row addresses of every
 // ldmatrix fall in distinct banks.
+#include <type_traits>
+
 #include "engine/backends/cuda/kernels/launch.h"
 #include "engine/backends/cuda/kernels/mma_tile.cuh"
 #include "engine/backends/cuda/kernels/tile_launch.cuh"
@@ -42,26 +47,145 @@ using namespace mma;
 
 // ---- forward ------------------------------------------------------------------------------
 
-// kM 16-row tiles a warp: each K or V fragment read from shared memory feeds kM
-// products (shared-memory bandwidth, not the tensor cores, bounds one tile a warp);
-// kQRegs: Q's fragments held in registers for the whole loop (head dim 64), else read
-// per tile (128: no registers left). Measured on an H100 against 8 warps x 16 queries
-// and against 128-key tiles (docs/gpu-runs/2026-11-26-h100-attn.txt): this is fastest.
-template <class T, int D>
-struct Fwd {
-  static constexpr int kM = 2, kWarps = 4, kThreads = 32 * kWarps, BR = 128, BC = 64, LD = D + 8;
-  static constexpr bool kQRegs = D == 64;
+// A block is 4 warps x 32 queries (kM = 2 16-row tiles a warp: each K or V fragment read
+// from shared memory feeds kM products; with one tile a warp shared-memory bandwidth, not
+// the tensor cores, is the bound), Q read from shared memory per tile; BC keys a tile, K
+// and V double-buffered by cp.async. kSkipRescale: O is rescaled only when some row's max
+// moved (a warp vote), which after the first tiles is rare. Fwd<T, D> below picks per head
+// dim what measured fastest on an H100 (docs/gpu-runs/2026-11-26-h100-attnfwd.txt).
+template <class T, int D, int BC_, bool kSkipRescale_>
+struct FwdTiles {
+  static constexpr int kM = 2, kWarps = 4, kThreads = 32 * kWarps, BR = 16 * kM * kWarps, BC = BC_, LD = D + 8;
+  static constexpr bool kSkipRescale = kSkipRescale_;
   static constexpr size_t tr = sizeof(T) * BR * LD, tc = sizeof(T) * BC * LD;  // tile bytes
   // Q, then K and V of stage 0, K and V of stage 1
   static constexpr size_t q = 0, kv = tr, bytes = kv + 4 * tc;
 };
+// Head dim 64: 128-key tiles, as FA2 takes for it, so the row max, the shuffles and the
+// barriers come once per 128 keys: 0.258 ms where 64-key tiles with Q's fragments held in
+// registers took 0.273 (B1 H32 S4096, bf16 causal); the rescale vote costs more than it
+// saves here (0.264). Head dim 128: 64-key tiles (S and O fill the registers), with the vote
+// (0.252 ms against 0.259 without, B4 H16 S2048).
+template <class T, int D>
+using Fwd = std::conditional_t<D == 64, FwdTiles<T, D, 128, false>, FwdTiles<T, D, 64, true>>;
+
+// One key tile of a warp's 32 queries: S = Q K^T, the online softmax in registers, O =
+// O * corr + P V. kMask: the tile holds keys past Sk or (causal) past some of the block's
+// queries; such tiles are masked element by element, and the products of 16-key chunks
+// that none of a 16-query tile's rows see are skipped (most of the diagonal tile's upper
+// half). Other tiles run with no checks at all.
+// q_at, k_at, v_at: this lane's ldmatrix addresses (shared memory, bytes) in the warp's
+// Q rows and the stage's K and V tiles (the kernel computes them once).
+template <bool kMask, class C, class T, int D>
+__device__ __forceinline__ void fwd_tile(float (&o)[C::kM][D / 8][4], float (&mrow)[C::kM][2], float (&l)[C::kM][2],
+                                         uint32_t q_at, uint32_t k_at, uint32_t v_at, int k0, int Sk, bool causal,
+                                         int row_w, float sl2) {
+  constexpr int M = C::kM, BC = C::BC, LD = C::LD, NB = BC / 16;
+  const int ln = lane_id(), g = ln >> 2, tq = ln & 3;
+  // 16-key chunks of this tile that tile m's rows see (nondecreasing in m)
+  int nact[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    nact[m] = NB;
+    if constexpr (kMask) {
+      int lim = Sk;
+      if (causal && row_w + 16 * m + 16 < lim) lim = row_w + 16 * m + 16;
+      const int n = (lim - k0 + 15) / 16;
+      nact[m] = n <= 0 ? 0 : n < NB ? n : NB;
+    }
+  }
+  if (kMask && nact[M - 1] == 0) return;  // this warp sees none of the tile
+
+  float s[M][BC / 8][4];
+#pragma unroll
+  for (int m = 0; m < M; ++m) zero(s[m]);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {  // S = Q K^T
+    uint32_t a[M][4];
+#pragma unroll
+    for (int m = 0; m < M; ++m) ldsm_x4_s(a[m], q_at + uint32_t(sizeof(T) * (16 * m * LD + kk * 16)));
+#pragma unroll
+    for (int np = 0; np < NB; ++np) {
+      if (kMask && np >= nact[M - 1]) continue;
+      uint32_t bf[4];
+      ldsm_x4_s(bf, k_at + uint32_t(sizeof(T) * (np * 16 * LD + kk * 16)));
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        if (kMask && np >= nact[m]) continue;
+        mma16816<T>(s[m][2 * np], a[m], bf[0], bf[1]);
+        mma16816<T>(s[m][2 * np + 1], a[m], bf[2], bf[3]);
+      }
+    }
+  }
+
+  uint32_t pa[M][NB][4];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[m][nt][e];  // the max on raw scores: scale > 0 keeps the order
+        if constexpr (kMask) {
+          const int j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_w + 16 * m + g + 8 * (e >> 1);
+          if (j >= Sk || (causal && j > i)) x = -INFINITY;
+        }
+        s[m][nt][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    float corr[2], mb[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float m_new = fmaxf(mrow[m][r], mx[r] * sl2);
+      mb[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing seen yet stays at 0
+      corr[r] = ex2(mrow[m][r] - mb[r]);         // exactly 1 when the max did not move
+      mrow[m][r] = m_new;
+      l[m][r] *= corr[r];
+    }
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = ex2(fmaf(s[m][nt][e], sl2, -mb[e >> 1]));
+        s[m][nt][e] = p;
+        l[m][e >> 1] += p;  // this lane's part of the row sum; the quad adds up at the end
+      }
+    if (!C::kSkipRescale || __any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        o[m][dt][0] *= corr[0];
+        o[m][dt][1] *= corr[0];
+        o[m][dt][2] *= corr[1];
+        o[m][dt][3] *= corr[1];
+      }
+    }
+    c_to_a<BC, T>(pa[m], s[m]);
+  }
+#pragma unroll
+  for (int kk = 0; kk < NB; ++kk) {  // O += P V
+    if (kMask && kk >= nact[M - 1]) continue;
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t bf[4];
+      ldsm_x4_trans_s(bf, v_at + uint32_t(sizeof(T) * (kk * 16 * LD + np * 16)));
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        if (kMask && kk >= nact[m]) continue;  // P is zero there
+        mma16816<T>(o[m][2 * np], pa[m][kk], bf[0], bf[1]);
+        mma16816<T>(o[m][2 * np + 1], pa[m][kk], bf[2], bf[3]);
+      }
+    }
+  }
+}
 
 // grid (B * Hq, query tiles), longest (causal) tiles first. The causal mask is top-left
 // aligned (key j seen by query i when j <= i), as the CPU reference's.
-template <class T, int D>
-__global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
+template <class C, class T, int D>
+__global__ void __launch_bounds__(C::kThreads, D == 64 ? 2 : 1)
     attn_fwd_mma(View4 out, View4 lse, View4 q, View4 k, View4 v, bool causal, float scale) {
-  using C = Fwd<T, D>;
   constexpr int BR = C::BR, BC = C::BC, LD = C::LD, NT = C::kThreads, M = C::kM;
   extern __shared__ __align__(128) unsigned char smem[];
   T* Qs = reinterpret_cast<T*>(smem + C::q);
@@ -75,15 +199,24 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
   const int64_t row_w = q0 + 16 * M * w;  // this warp's first query
   const int64_t kend = causal ? (q0 + BR < Sk ? q0 + BR : Sk) : Sk;
   const int ntiles = int((kend + BC - 1) / BC);
+  // tiles before nfull need no mask: within Sk and (causal) before the block's first query
+  const int nfull = int((causal && q0 + 1 < Sk ? q0 + 1 : Sk) / BC);
   const float sl2 = scale * kLog2e;
-  const T* Qw = Qs + 16 * M * w * LD;
+  T* Qw = Qs + 16 * M * w * LD;
+  // this lane's ldmatrix addresses: Q's A fragments (rows ln % 16, column half ln / 16),
+  // K's B fragments ([n][k]: row ln % 8 + 8 (ln / 16), k half (ln / 8) % 2), V's
+  // transposed ones ([k][n]: row ln % 8 + 8 ((ln / 8) % 2), n half ln / 16); v_lane is
+  // V's offset from K's lane address within a stage's K, V pair
+  const uint32_t q_at = smem_u32(Qw) + uint32_t(sizeof(T) * ((ln & 15) * LD + (ln >> 4) * 8));
+  const uint32_t k_lane = uint32_t(sizeof(T) * (((ln & 7) + ((ln >> 4) << 3)) * LD + ((ln >> 3) & 1) * 8));
+  const uint32_t k_at0 = smem_u32(smem + C::kv) + k_lane;
+  const uint32_t v_lane = uint32_t(sizeof(T) * (((ln & 7) + ((ln >> 3) & 1) * 8) * LD + (ln >> 4) * 8)) - k_lane;
 
   load_tile<T, BR, D, NT>(Qs, q, b, h, q0, Sq);
   load_tile<T, BC, D, NT>(Ks(0), k, b, hk, 0, Sk);
   load_tile<T, BC, D, NT>(Vs(0), v, b, hk, 0, Sk);
   cp_async_commit();
 
-  uint32_t qa[C::kQRegs ? M : 1][C::kQRegs ? D / 16 : 1][4];
   float o[M][D / 8][4];
 #pragma unroll
   for (int m = 0; m < M; ++m) zero(o[m]);
@@ -103,102 +236,17 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
       cp_async_wait<0>();
     }
     __syncthreads();
-    if constexpr (C::kQRegs) {
-      if (t == 0)
-#pragma unroll
-        for (int m = 0; m < M; ++m) load_a<D>(qa[m], Qw + 16 * m * LD, LD);
-    }
-    // Causal: a warp whose queries all come before this tile's first key sees none of it.
-    if (!causal || k0 <= row_w + 16 * M - 1) {
-      float s[M][BC / 8][4];
-#pragma unroll
-      for (int m = 0; m < M; ++m) zero(s[m]);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {  // S = Q K^T
-        uint32_t a[M][4];
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-          if constexpr (C::kQRegs) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) a[m][e] = qa[m][kk][e];
-          } else {
-            ldsm_x4(a[m], Qw + (16 * m + (ln & 15)) * LD + kk * 16 + (ln >> 4) * 8);
-          }
-        }
-#pragma unroll
-        for (int np = 0; np < BC / 16; ++np) {
-          uint32_t bf[4];
-          load_b<true>(bf, Ks(st), LD, np, kk);
-#pragma unroll
-          for (int m = 0; m < M; ++m) {
-            mma16816<T>(s[m][2 * np], a[m], bf[0], bf[1]);
-            mma16816<T>(s[m][2 * np + 1], a[m], bf[2], bf[3]);
-          }
-        }
-      }
-
-      uint32_t pa[M][BC / 16][4];
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        const int64_t row_m = row_w + 16 * m;
-        const bool mask = k0 + BC > Sk || (causal && k0 + BC - 1 > row_m);
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float x = s[m][nt][e];  // the max on raw scores: scale > 0 keeps the order
-            if (mask) {
-              const int64_t j = k0 + nt * 8 + 2 * tq + (e & 1), i = row_m + g + 8 * (e >> 1);
-              if (j >= Sk || (causal && j > i)) x = -INFINITY;
-            }
-            s[m][nt][e] = x;
-            mx[e >> 1] = fmaxf(mx[e >> 1], x);
-          }
-        float corr[2], mb[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-          mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-          const float m_new = fmaxf(mrow[m][r], mx[r] * sl2);
-          mb[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing seen yet stays at 0
-          corr[r] = ex2(mrow[m][r] - mb[r]);
-          mrow[m][r] = m_new;
-          l[m][r] *= corr[r];
-        }
-#pragma unroll
-        for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float p = ex2(fmaf(s[m][nt][e], sl2, -mb[e >> 1]));
-            s[m][nt][e] = p;
-            l[m][e >> 1] += p;  // this lane's part of the row sum; the quad adds up at the end
-          }
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[m][dt][0] *= corr[0];
-          o[m][dt][1] *= corr[0];
-          o[m][dt][2] *= corr[1];
-          o[m][dt][3] *= corr[1];
-        }
-        c_to_a<BC, T>(pa[m], s[m]);
-      }
-#pragma unroll
-      for (int kk = 0; kk < BC / 16; ++kk)  // O += P V
-#pragma unroll
-        for (int np = 0; np < D / 16; ++np) {
-          uint32_t bf[4];
-          load_b<false>(bf, Vs(st), LD, np, kk);
-#pragma unroll
-          for (int m = 0; m < M; ++m) {
-            mma16816<T>(o[m][2 * np], pa[m][kk], bf[0], bf[1]);
-            mma16816<T>(o[m][2 * np + 1], pa[m][kk], bf[2], bf[3]);
-          }
-        }
-    }
+    const uint32_t k_at = k_at0 + uint32_t(st * 2 * C::tc), v_at = k_at + uint32_t(C::tc) + v_lane;
+    if (t < nfull)
+      fwd_tile<false, C, T, D>(o, mrow, l, q_at, k_at, v_at, int(k0), int(Sk), causal, int(row_w), sl2);
+    else
+      fwd_tile<true, C, T, D>(o, mrow, l, q_at, k_at, v_at, int(k0), int(Sk), causal, int(row_w), sl2);
     __syncthreads();  // every warp is done with this stage
   }
 
+  // O / l through this warp's own Q rows in shared memory (no other warp reads them), then
+  // to out in 16-byte row pieces: whole 32-byte sectors, where the accumulators' layout
+  // would write 4 bytes a lane.
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     float inv[2];
@@ -211,7 +259,25 @@ __global__ void __launch_bounds__(Fwd<T, D>::kThreads, D == 64 ? 2 : 1)
       if (lse.ptr && tq == 0 && i < Sq)
         store_f(lse.ptr, lse.dtype, row_off(lse, b, h, i), (mrow[m][r] + __log2f(l[m][r])) * kLn2);
     }
-    store_acc<T, D>(out, b, h, row_w + 16 * m, Sq, o[m], inv[0], inv[1]);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      T* p = Qw + (16 * m + g + 8 * r) * LD + 2 * tq;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt)
+        *reinterpret_cast<uint32_t*>(p + dt * 8) = pack2<T>(o[m][dt][2 * r] * inv[r], o[m][dt][2 * r + 1] * inv[r]);
+    }
+  }
+  __syncwarp();
+  {
+    constexpr int kPerRow = D / 8;
+    T* base = static_cast<T*>(out.ptr) + b * out.stride[0] + h * out.stride[1];
+#pragma unroll
+    for (int it = 0; it < 16 * M * kPerRow / 32; ++it) {
+      const int idx = it * 32 + ln, r = idx / kPerRow, c = (idx % kPerRow) * 8;
+      const int64_t i = row_w + r;
+      if (i < Sq)
+        *reinterpret_cast<uint4*>(base + i * out.stride[2] + c) = *reinterpret_cast<const uint4*>(Qw + r * LD + c);
+    }
   }
 }
 
@@ -475,7 +541,7 @@ bool launch_attention_mma(const View4& out, const View4& lse, const View4& q, co
     using T = decltype(t);
     constexpr int kD = decltype(d)::value;
     using C = Fwd<T, kD>;
-    auto kernel = attn_fwd_mma<T, kD>;
+    auto kernel = attn_fwd_mma<C, T, kD>;
     set_smem(kernel, C::bytes);
     dim3 grid(unsigned(q.size[0] * q.size[1]), tiles(q.size[2], C::BR));
     kernel<<<grid, C::kThreads, C::bytes, stream>>>(out, lse, q, k, v, causal, scale);
