@@ -25,10 +25,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0));
 }
-// The same to a 32-bit shared-memory address.
-__device__ __forceinline__ void cp_async16_s(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
 // 4 bytes (one float) global -> shared, zero-filled when !valid.
 __device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 4 : 0));
@@ -50,9 +46,9 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
                : "r"(smem_u32(p)));
 }
 
-// The same two loads from a 32-bit shared-memory address: a kernel that keeps one such
-// address a lane and adds compile-time tile offsets lets ptxas fold them into the
-// instruction, where generic pointers can cost a register per tile.
+// The same two loads from a 32-bit shared-memory address, for a kernel that keeps one such
+// address a lane and adds each tile's offset as a constant (in attention_mma.cu's forward
+// this spilled fewer registers than generic pointers).
 __device__ __forceinline__ void ldsm_x4_s(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
