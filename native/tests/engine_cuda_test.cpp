@@ -997,8 +997,9 @@ TEST_F(EngineCudaOps, TensorCoreAttentionForwardAcrossTileEdgesAndUnequalLengths
 // The one-pass backward (attention_mma_bwd.cu), which computes in the scratch the engine
 // allocates for PyTorch's backends: in flash's layout (rows padded to 128, head dim to
 // 32) and cuDNN's flat workspace, both NaN-filled first (the kernels zero what they
-// accumulate in); sequences that end mid-tile (37, 150, 300: neither 64 keys nor 32 or 64
-// queries divide them), fewer queries than keys and the reverse, grouped-query heads.
+// accumulate in); sequences that end mid-tile (37, 150, 300: neither the 128-key blocks nor
+// the 64- or 128-query tiles divide them; 129 and 257 one past them), fewer queries than
+// keys and the reverse, grouped-query heads.
 // The reference: float64 attention on k, v repeated per group, from the GPU's forward.
 TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheReference) {
   struct Case {
@@ -1006,7 +1007,8 @@ TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheRefer
     bool causal, cudnn_layout;
   };
   const Case cases[] = {{6, 2, 300, 300, true, false}, {6, 2, 300, 300, false, true}, {2, 2, 37, 37, true, true},
-                        {2, 2, 150, 150, true, false}, {2, 2, 70, 150, false, false}, {2, 2, 150, 70, false, true}};
+                        {2, 2, 150, 150, true, false}, {2, 2, 70, 150, false, false}, {2, 2, 150, 70, false, true},
+                        {2, 2, 129, 257, true, false}, {4, 2, 257, 129, true, true}};
   const int64_t B = 2;
   auto f64 = [&](const Tensor& t) {
     Tensor c = cpu_empty(t.sizes(), DType::Float64);
