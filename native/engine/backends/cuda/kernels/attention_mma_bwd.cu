@@ -105,16 +105,6 @@ using DefaultTiling =
 // ---- shared memory by 32-bit address: each lane's address is computed once, every fragment
 // of a product is that plus a compile-time offset (an immediate of the instruction) ----------
 
-__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], uint32_t a) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-__device__ __forceinline__ void ldsm4t(uint32_t (&r)[4], uint32_t a) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
 __device__ __forceinline__ void sts32(uint32_t a, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
 }
@@ -158,16 +148,16 @@ __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT8][4], uint32_t a, u
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       if constexpr (kAT)
-        ldsm4t(f[mt], a + uint32_t((kk * 16 * LDA + mt * 16) * 2));
+        ldsm_x4_trans_s(f[mt], a + uint32_t((kk * 16 * LDA + mt * 16) * 2));
       else
-        ldsm4(f[mt], a + uint32_t((mt * 16 * LDA + kk * 16) * 2));
+        ldsm_x4_s(f[mt], a + uint32_t((mt * 16 * LDA + kk * 16) * 2));
     }
   };
   auto load_b = [&](uint32_t(&f)[4], int np, int kk) {
     if constexpr (kBNK)
-      ldsm4(f, b + uint32_t((np * 16 * LDB + kk * 16) * 2));
+      ldsm_x4_s(f, b + uint32_t((np * 16 * LDB + kk * 16) * 2));
     else
-      ldsm4t(f, b + uint32_t((kk * 16 * LDB + np * 16) * 2));
+      ldsm_x4_trans_s(f, b + uint32_t((kk * 16 * LDB + np * 16) * 2));
   };
   if constexpr (kPipe) {
     uint32_t fa[2][MT][4], fb[2][4];
