@@ -675,7 +675,9 @@ TEST_F(EngineCudaOps, GemmMatchesCpuForEveryLayoutBiasAndPrecision) {
 TEST_F(EngineCudaOps, LogSoftmaxAndNllLossMatchCpu) {
   for (DType dt : kFloatTypes)
     // 1001 columns: rows start off the 16-byte grid (head, 8-wide body, tail); 3000: on it.
-    for (Shape shape : {Shape{37, 10}, Shape{16, 3000}, Shape{40, 1001}}) {
+    // Rows up to 112 KB are staged in shared memory, one block a row (30011: fp32 rows take
+    // the one-warp kernel, half-precision ones shared memory; 60001: every dtype the warp).
+    for (Shape shape : {Shape{37, 10}, Shape{16, 3000}, Shape{40, 1001}, Shape{6, 30011}, Shape{6, 60001}}) {
       Tensor x_c = cpu_rand(shape, dt);
       Tensor ref = cpu_empty(shape, dt);
       cpu_be().log_softmax(ref, x_c);
@@ -755,8 +757,11 @@ TEST_F(EngineCudaOps, EmbeddingRowsAndTheirGradient) {
 
 TEST_F(EngineCudaOps, LayerNormForwardAndBackward) {
   // 38 rows: one chunk; 2100 rows: fp32 weight gradients summed over row chunks atomically;
-  // 768 columns: the 16-byte path (rows of a multiple of 8 elements).
-  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}, Shape{2, 37, 768}})
+  // 768 columns: the 16-byte path (rows of a multiple of 8 elements). With up to 1024 such
+  // columns the backward is one pass plus a sum of per-block partials (640: lanes with 2
+  // and 3 vectors, 1024: 4 vectors a lane, 2500 rows over more warps than the grid has).
+  for (Shape shape : {Shape{2, 19, 100}, Shape{3, 700, 100}, Shape{2, 37, 768}, Shape{3, 700, 640},
+                      Shape{1, 2500, 1024}, Shape{4, 300, 256}})
     for (DType dt : {DType::Float32, DType::BFloat16}) {
       const int64_t rows = shape[0] * shape[1], C = shape[2];
       Tensor x_c = cpu_rand(shape, dt), w_c = cpu_rand({C}, dt), b_c = cpu_rand({C}, dt), dy_c = cpu_rand(shape, dt);

@@ -64,10 +64,14 @@ const char* binary_op_name(BinaryOp op);
 //   param.addcdiv_(exp_avg, denom, step_size[i])          (step_size = -lr / bc1)
 // `denom` are outputs the caller allocated (torch allocates the _foreach_sqrt results),
 // so memory readings do not depend on whether a backend fuses the arithmetic.
+// param_scale != 1: AdamW's decoupled weight decay, _foreach_mul_(params, 1 - lr * wd),
+// runs first (every param of the list, before any lerp_); the optimizer passes it only
+// to a backend whose fuses_adam_weight_decay() says so, others get the mul_ kernels as ops.
 struct AdamForeachArgs {
   std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs, denoms;
   std::vector<double> bias_correction2_sqrt, step_size;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double param_scale = 1.0;
 };
 
 class Backend {
@@ -182,6 +186,8 @@ class Backend {
   // the foreach path launches them (cpu and sim keep their results and modelled time);
   // the cuda backend fuses them into multi-tensor kernels.
   virtual void adam_foreach(const AdamForeachArgs& a);
+  // Whether adam_foreach should take AdamW's weight decay (param_scale) too.
+  virtual bool fuses_adam_weight_decay() const { return false; }
   // Modelled device time of the kernels run so far (sim backend; 0 elsewhere).
   virtual double modeled_time_s() const { return 0.0; }
 };

@@ -12,6 +12,8 @@ void Backend::adam_foreach(const AdamForeachArgs& a) {
   if (a.grads.size() != n || a.exp_avgs.size() != n || a.exp_avg_sqs.size() != n || a.denoms.size() != n ||
       a.bias_correction2_sqrt.size() != n || a.step_size.size() != n)
     throw std::invalid_argument("adam_foreach: the tensor and scalar lists differ in length");
+  if (a.param_scale != 1.0)
+    for (size_t i = 0; i < n; ++i) unary(UnaryOp::MulScalar, a.params[i], a.params[i], a.param_scale);
   for (size_t i = 0; i < n; ++i) binary(BinaryOp::Lerp, a.exp_avgs[i], a.exp_avgs[i], a.grads[i], 1 - a.beta1);
   for (size_t i = 0; i < n; ++i) unary(UnaryOp::MulScalar, a.exp_avg_sqs[i], a.exp_avg_sqs[i], a.beta2);
   for (size_t i = 0; i < n; ++i)

@@ -46,9 +46,14 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
   if (o_.maximize)
     for (auto& g : grads) g = neg(g);
   for (size_t i : idx) state_[i].step += 1;
+  // Whether the rest goes to the backend as one adam_foreach, and whether that also takes
+  // AdamW's decay (the cuda backend: one multi-tensor kernel instead of a mul_ per param).
+  const bool fused = !o_.maximize && (o_.weight_decay == 0 || o_.decoupled_weight_decay);
+  const bool decay_in_backend = fused && o_.weight_decay != 0 && current_context().backend().fuses_adam_weight_decay();
   if (o_.weight_decay != 0) {
     if (o_.decoupled_weight_decay) {
-      for (size_t i : idx) mul_(params_[i], 1 - o_.lr * o_.weight_decay);
+      if (!decay_in_backend)
+        for (size_t i : idx) mul_(params_[i], 1 - o_.lr * o_.weight_decay);
     } else if (o_.maximize) {
       for (size_t j = 0; j < idx.size(); ++j) add_(grads[j], params_[idx[j]], o_.weight_decay);
     } else {
@@ -57,7 +62,7 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
       grads = std::move(wd);
     }
   }
-  if (!o_.maximize && (o_.weight_decay == 0 || o_.decoupled_weight_decay)) {
+  if (fused) {
     // grads are the .grad tensors themselves (nothing for `del device_grads` to free),
     // so the backend may fuse the rest (cuda: multi-tensor kernels). Same memory: the
     // _foreach_sqrt results are allocated here, as sqrt() would.
@@ -65,6 +70,7 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
     a.beta1 = b1;
     a.beta2 = b2;
     a.eps = o_.eps;
+    if (decay_in_backend) a.param_scale = 1 - o_.lr * o_.weight_decay;  // the _foreach_mul_ above
     for (size_t j = 0; j < idx.size(); ++j) {
       State& s = state_[idx[j]];
       a.params.push_back(params_[idx[j]]);
@@ -78,7 +84,8 @@ void Adam::foreach_group(const std::vector<size_t>& idx, std::vector<Tensor>& pr
       a.denoms.push_back(make_tensor(sq.sizes(), is_floating(sq.dtype()) ? sq.dtype() : DType::Float32, "sqrt"));
     drop_list(prev_denoms);
     current_context().backend().adam_foreach(a);
-    for (size_t j = 0; j < idx.size(); ++j) {  // lerp_, mul_ + addcmul_, addcdiv_
+    for (size_t j = 0; j < idx.size(); ++j) {  // (decay mul_,) lerp_, mul_ + addcmul_, addcdiv_
+      if (a.param_scale != 1.0) a.params[j].bump_version();
       a.exp_avgs[j].bump_version();
       a.exp_avg_sqs[j].bump_version();
       a.exp_avg_sqs[j].bump_version();

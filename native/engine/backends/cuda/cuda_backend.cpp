@@ -411,10 +411,12 @@ void CudaBackend::adam_foreach(const AdamForeachArgs& a) {
   batch.beta2 = float(a.beta2);
   batch.one_minus_beta2 = float(1 - a.beta2);
   batch.eps = float(a.eps);
-  AdamForeachArgs rest;  // tensors the kernel does not take: the per-tensor ops
+  batch.param_scale = float(a.param_scale);  // in float, as the MulScalar kernel multiplies
+  AdamForeachArgs rest;                      // tensors the kernel does not take: the per-tensor ops
   rest.beta1 = a.beta1;
   rest.beta2 = a.beta2;
   rest.eps = a.eps;
+  rest.param_scale = a.param_scale;
   for (size_t i = 0; i < n; ++i) {
     if (a.params[i].numel() == 0) continue;
     if (!fusable(i)) {

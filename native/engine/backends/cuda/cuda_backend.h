@@ -49,6 +49,8 @@ class CudaBackend : public Backend {
   // Multi-tensor kernels for the float32 contiguous tensors, the default per-tensor ops
   // for any others (and for all of them with tuning().fused_adam off).
   void adam_foreach(const AdamForeachArgs& a) override;
+  // AdamW's decay as the kernel's first multiply (148 mul_ launches fewer a GPT-2 step).
+  bool fuses_adam_weight_decay() const override { return tuning_.fused_adam; }
   // Transformer kernels (cuda_transformer.cpp, kernels/transformer.cu).
   void index_select_rows(const Tensor& out, const Tensor& weight, const Tensor& indices) override;
   void index_add_rows(const Tensor& grad_weight, const Tensor& grad, const Tensor& indices) override;

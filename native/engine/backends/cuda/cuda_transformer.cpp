@@ -87,7 +87,8 @@ void CudaBackend::layer_norm_backward(const Tensor* dx, const Tensor* dweight, c
   if (dx) dxm = rows_of(*dx, "layer_norm_backward");
   launch_layer_norm_backward(dxm, vec(dweight), vec(dbias), rows_of(dy, "layer_norm_backward"),
                              rows_of(x, "layer_norm_backward"), static_cast<const float*>(mean.data_ptr()),
-                             static_cast<const float*>(rstd.data_ptr()), vec(weight), stream_);
+                             static_cast<const float*>(rstd.data_ptr()), vec(weight), scratch_, scratch_floats_,
+                             stream_);
 }
 
 void CudaBackend::attention(const Tensor& out, const Tensor* lse, const Tensor& q, const Tensor& k, const Tensor& v,

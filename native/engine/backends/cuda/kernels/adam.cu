@@ -1,5 +1,6 @@
 // Multi-tensor Adam: the seven foreach kernels of torch's _multi_tensor_adam (lerp_,
-// mul_, addcmul_, sqrt, div_, add_, addcdiv_) as one pass over each element, up to
+// mul_, addcmul_, sqrt, div_, add_, addcdiv_), and AdamW's weight-decay mul_ of the
+// params before them, as one pass over each element, up to
 // kAdamMaxTensors tensors per launch. Reads grad, exp_avg, exp_avg_sq, param and writes
 // the last three: 28 bytes per element instead of 76, one launch instead of 7 per tensor.
 // Each step is rounded as its own kernel would round it (float32 storage, no contraction
@@ -14,10 +15,11 @@ namespace {
 constexpr int kThreads = 256;
 
 struct AdamScalars {
-  float omb1, b2, omb2, eps, bc2s, step;
+  float omb1, b2, omb2, eps, bc2s, step, decay;
 };
 
 __device__ __forceinline__ void adam_element(float& p, float g, float& m, float& v, const AdamScalars& s) {
+  p = __fmul_rn(p, s.decay);                             // AdamW: mul_(1 - lr * weight_decay) (1: exact)
   m = m + s.omb1 * (g - m);                              // lerp_(grad, 1 - beta1)
   v = __fmul_rn(v, s.b2);                                // mul_(beta2)
   v = v + s.omb2 * g * g;                                // addcmul_(grad, grad, 1 - beta2)
@@ -38,7 +40,8 @@ __global__ void __launch_bounds__(kThreads) adam_batch_kernel(AdamBatchArgs a) {
       hi = mid - 1;
   }
   const AdamTensorArgs& t = a.t[lo];
-  const AdamScalars s{a.one_minus_beta1, a.beta2, a.one_minus_beta2, a.eps, t.bias_correction2_sqrt, t.step_size};
+  const AdamScalars s{a.one_minus_beta1,       a.beta2,     a.one_minus_beta2, a.eps,
+                      t.bias_correction2_sqrt, t.step_size, a.param_scale};
   const int64_t begin = (blk - a.block_start[lo]) * kAdamChunk;
   const int64_t end = min(begin + kAdamChunk, t.numel);
   // Chunks start at multiples of 4096 elements of 16-byte aligned tensors: float4 loads.

@@ -77,6 +77,7 @@ struct AdamTensorArgs {
 struct AdamBatchArgs {
   int32_t n = 0;
   float one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, eps = 0;
+  float param_scale = 1;  // AdamW's decay, applied to the param first (1: none)
   AdamTensorArgs t[kAdamMaxTensors];
   int64_t block_start[kAdamMaxTensors + 1] = {};
 };

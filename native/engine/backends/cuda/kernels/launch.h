@@ -43,9 +43,10 @@ void launch_index_select_rows(const Mat2& out, const Mat2& weight, const long lo
 void launch_index_add_rows(const Mat2& grad_weight, const Mat2& grad, const long long* idx, cudaStream_t stream);
 void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, Vec w, Vec b, float eps,
                        cudaStream_t stream);
-// Any of dx, dw, db may have a null pointer (not wanted).
+// Any of dx, dw, db may have a null pointer (not wanted). `scratch`: the backend's private
+// reduction buffer (scratch_floats floats), for the one-pass kernel's per-block sums.
 void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
-                                const float* rstd, Vec w, cudaStream_t stream);
+                                const float* rstd, Vec w, float* scratch, int64_t scratch_floats, cudaStream_t stream);
 void launch_attention(const View4& out, const View4& lse, const View4& q, const View4& k, const View4& v, bool causal,
                       float scale, cudaStream_t stream);
 // dq_accum (float, q's shape) and row_sums (float, (B, Hq, Sq)): the engine's scratch for

@@ -2,6 +2,7 @@
 // nll_loss (+ backward). Out-of-range targets set an error word the backend checks
 // at its next synchronizing call, as a device-side assert surfaces in PyTorch.
 #include <cfloat>
+#include <initializer_list>
 
 #include "engine/backends/cuda/kernels/dtype_io.cuh"
 #include "engine/backends/cuda/kernels/launch.h"
@@ -127,6 +128,215 @@ __global__ void __launch_bounds__(256) log_softmax_backward_rows(Mat2 out, Mat2 
       });
 }
 
+// Rows that fit in shared memory (the vocabulary rows of a language model's loss: GPT-2's
+// 50257 bf16 logits are 100 KB): one block a row reads it once, in 16-byte chunks, into
+// shared memory, and the max, the sum of exp and the output come from there, so the row
+// crosses HBM once each way instead of being read twice (the one-warp kernels above run
+// too many rows at once for the second read to stay in L2). Chunks are counted from the
+// 16-byte grid of the tensor's pointer: the first and last of a row may hold elements of
+// the neighbouring rows, which are read but masked out. Every tensor of a launch has the
+// same dtype, row stride and unit column stride, and a 16-byte aligned pointer.
+constexpr int kRowThreads = 512;
+constexpr int kRowLoads = 4;                   // 16-byte loads in flight a thread
+constexpr int64_t kSmemRowBytes = 112 * 1024;  // two rows an SM (228 KB on H100)
+
+template <int ES>
+__device__ __forceinline__ void unpack16(const uint4& r, int dt, float (&v)[16 / ES]) {
+  if constexpr (ES == 4) {
+    v[0] = __uint_as_float(r.x);
+    v[1] = __uint_as_float(r.y);
+    v[2] = __uint_as_float(r.z);
+    v[3] = __uint_as_float(r.w);
+  } else if (dt == kF16) {
+    const __half2* h = reinterpret_cast<const __half2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __half22float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+  } else {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __bfloat1622float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+  }
+}
+
+template <int ES>
+__device__ __forceinline__ uint4 pack16(const float (&v)[16 / ES], int dt) {
+  uint4 r;
+  if constexpr (ES == 4) {
+    r = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+  } else if (dt == kF16) {
+    __half2* h = reinterpret_cast<__half2*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+  } else {
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+  }
+  return r;
+}
+
+// The row's chunks [c0, c0 + nch) and its elements [lo, hi) (flat indices from the pointer).
+struct RowSpan {
+  int64_t c0, lo, hi;
+  int nch;
+};
+template <int ES>
+__device__ __forceinline__ RowSpan row_span(int64_t row, int64_t s0, int64_t n) {
+  constexpr int E = 16 / ES;
+  RowSpan r;
+  r.lo = row * s0;
+  r.hi = r.lo + n;
+  r.c0 = r.lo / E;
+  r.nch = int((r.hi + E - 1) / E - r.c0);
+  return r;
+}
+
+// Copies the row's chunks into shared memory, kRowLoads loads in flight a thread, and
+// calls f(c, v) for each chunk's values (elements outside the row are left to f to mask).
+template <int ES, class F>
+__device__ __forceinline__ void stage_row(uint4* dst, const void* ptr, const RowSpan& r, int dt, F f) {
+  const uint4* src = reinterpret_cast<const uint4*>(ptr) + r.c0;
+  for (int c = threadIdx.x; c < r.nch; c += kRowLoads * kRowThreads) {
+    uint4 q[kRowLoads];
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u)
+      if (c + u * kRowThreads < r.nch) q[u] = src[c + u * kRowThreads];
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u)
+      if (c + u * kRowThreads < r.nch) {
+        dst[c + u * kRowThreads] = q[u];
+        float v[16 / ES];
+        unpack16<ES>(q[u], dt, v);
+        f(c + u * kRowThreads, v);
+      }
+  }
+}
+
+// Whether element k of chunk c is in the row (interior chunks: always).
+template <int ES>
+__device__ __forceinline__ bool in_row(const RowSpan& r, int c, int k) {
+  const int64_t i = (r.c0 + c) * (16 / ES) + k;
+  return i >= r.lo && i < r.hi;
+}
+
+// Block-wide reduction of one float per thread (max when kMax, else sum); all threads get it.
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v, float* red) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, k);
+    v = kMax ? fmaxf(v, o) : v + o;
+  }
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < kRowThreads / 32; ++w) v = kMax ? fmaxf(v, red[w]) : v + red[w];
+  __syncthreads();  // red is reused by the next reduction
+  return v;
+}
+
+// Stores chunk c of the output: whole interior chunks as one 16-byte store, the row's
+// first and last element by element.
+template <int ES>
+__device__ __forceinline__ void store_chunk(void* out, int dt, const RowSpan& r, int c, const float (&v)[16 / ES]) {
+  if (c > 0 && c < r.nch - 1) {
+    reinterpret_cast<uint4*>(out)[r.c0 + c] = pack16<ES>(v, dt);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < 16 / ES; ++k)
+    if (in_row<ES>(r, c, k)) store_f(out, dt, (r.c0 + c) * (16 / ES) + k, v[k]);
+}
+
+template <int ES>
+__global__ void __launch_bounds__(kRowThreads) log_softmax_rows_smem(Mat2 out, Mat2 in) {
+  extern __shared__ uint4 row_s[];
+  __shared__ float red[kRowThreads / 32];
+  constexpr int E = 16 / ES;
+  const RowSpan r = row_span<ES>(blockIdx.x, in.s0, in.cols);
+  float mx = -INFINITY;
+  stage_row<ES>(row_s, in.ptr, r, in.dtype, [&](int c, const float(&v)[E]) {
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (in_row<ES>(r, c, k)) mx = fmaxf(mx, v[k]);
+  });
+  mx = block_reduce<true>(mx, red);  // its __syncthreads also publishes row_s
+  float s = 0.f;
+  for (int c = threadIdx.x; c < r.nch; c += kRowThreads) {
+    float v[E];
+    unpack16<ES>(row_s[c], in.dtype, v);
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (in_row<ES>(r, c, k)) s += expf(v[k] - mx);
+  }
+  const float lse = mx + logf(block_reduce<false>(s, red));
+  for (int c = threadIdx.x; c < r.nch; c += kRowThreads) {
+    float v[E];
+    unpack16<ES>(row_s[c], in.dtype, v);
+#pragma unroll
+    for (int k = 0; k < E; ++k) v[k] -= lse;
+    store_chunk<ES>(out.ptr, out.dtype, r, c, v);
+  }
+}
+
+// out = grad - exp(result) * sum(grad): grad staged in shared memory by the sum's pass,
+// result read once by the second.
+template <int ES>
+__global__ void __launch_bounds__(kRowThreads) log_softmax_backward_rows_smem(Mat2 out, Mat2 grad, Mat2 result) {
+  extern __shared__ uint4 row_s[];
+  __shared__ float red[kRowThreads / 32];
+  constexpr int E = 16 / ES;
+  const RowSpan r = row_span<ES>(blockIdx.x, grad.s0, grad.cols);
+  float gs = 0.f;
+  stage_row<ES>(row_s, grad.ptr, r, grad.dtype, [&](int c, const float(&v)[E]) {
+#pragma unroll
+    for (int k = 0; k < E; ++k)
+      if (in_row<ES>(r, c, k)) gs += v[k];
+  });
+  gs = block_reduce<false>(gs, red);
+  const uint4* res = reinterpret_cast<const uint4*>(result.ptr) + r.c0;
+  for (int c = threadIdx.x; c < r.nch; c += kRowLoads * kRowThreads) {
+    uint4 q[kRowLoads];
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u)
+      if (c + u * kRowThreads < r.nch) q[u] = res[c + u * kRowThreads];
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u)
+      if (c + u * kRowThreads < r.nch) {
+        float g[E], y[E];
+        unpack16<ES>(row_s[c + u * kRowThreads], grad.dtype, g);
+        unpack16<ES>(q[u], result.dtype, y);
+#pragma unroll
+        for (int k = 0; k < E; ++k) g[k] -= expf(y[k]) * gs;
+        store_chunk<ES>(out.ptr, out.dtype, r, c + u * kRowThreads, g);
+      }
+  }
+}
+
+// The element size when every tensor fits the shared-memory kernels, else 0.
+int smem_row_elem_size(std::initializer_list<const Mat2*> ms) {
+  const Mat2& a = **ms.begin();
+  const int es = a.dtype == kF32 ? 4 : (a.dtype == kF16 || a.dtype == kBF16) ? 2 : 0;
+  if (es == 0 || a.rows >= (int64_t(1) << 31)) return 0;
+  for (const Mat2* m : ms)
+    if (m->dtype != a.dtype || m->s1 != 1 || (m->rows > 1 && m->s0 != a.s0) ||
+        reinterpret_cast<uintptr_t>(m->ptr) % 16 != 0)
+      return 0;
+  // Chunks a row spans: its bytes rounded up to 16, plus one when it starts off the grid.
+  const int64_t bytes = (a.cols * es + 15) / 16 * 16 + 16;
+  return bytes <= kSmemRowBytes ? es : 0;
+}
+
+size_t smem_row_bytes(const Mat2& a, int es) { return size_t((a.cols * es + 15) / 16 * 16 + 16); }
+
 __global__ void __launch_bounds__(512) nll_forward(void* out, void* tw, int32_t dt, Mat2 logp, const long long* target,
                                                    int64_t ts, bool mean, long long* err) {
   float s = 0.f, w = 0.f;
@@ -175,14 +385,47 @@ __global__ void __launch_bounds__(256) nll_backward(Mat2 gi, const void* grad, c
 
 }  // namespace
 
+namespace {
+// Lets kernel `f` take up to kSmemRowBytes of dynamic shared memory (over the 48 KB default).
+template <class F>
+void allow_row_smem(F* f, const char* what) {
+  const cudaError_t e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemRowBytes));
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+}  // namespace
+
 void launch_log_softmax(const Mat2& out, const Mat2& in, cudaStream_t st) {
   if (in.rows == 0 || in.cols == 0) return;
+  if (const int es = smem_row_elem_size({&in, &out})) {
+    const size_t smem = smem_row_bytes(in, es);
+    if (es == 2) {
+      allow_row_smem(log_softmax_rows_smem<2>, "log_softmax");
+      log_softmax_rows_smem<2><<<unsigned(in.rows), kRowThreads, smem, st>>>(out, in);
+    } else {
+      allow_row_smem(log_softmax_rows_smem<4>, "log_softmax");
+      log_softmax_rows_smem<4><<<unsigned(in.rows), kRowThreads, smem, st>>>(out, in);
+    }
+    check_launch("log_softmax kernel (rows in shared memory)");
+    return;
+  }
   log_softmax_rows<<<unsigned((in.rows + 7) / 8), 256, 0, st>>>(out, in);
   check_launch("log_softmax kernel");
 }
 
 void launch_log_softmax_backward(const Mat2& out, const Mat2& grad, const Mat2& result, cudaStream_t st) {
   if (result.rows == 0 || result.cols == 0) return;
+  if (const int es = smem_row_elem_size({&grad, &result, &out})) {
+    const size_t smem = smem_row_bytes(grad, es);
+    if (es == 2) {
+      allow_row_smem(log_softmax_backward_rows_smem<2>, "log_softmax_backward");
+      log_softmax_backward_rows_smem<2><<<unsigned(grad.rows), kRowThreads, smem, st>>>(out, grad, result);
+    } else {
+      allow_row_smem(log_softmax_backward_rows_smem<4>, "log_softmax_backward");
+      log_softmax_backward_rows_smem<4><<<unsigned(grad.rows), kRowThreads, smem, st>>>(out, grad, result);
+    }
+    check_launch("log_softmax_backward kernel (rows in shared memory)");
+    return;
+  }
   log_softmax_backward_rows<<<unsigned((result.rows + 7) / 8), 256, 0, st>>>(out, grad, result);
   check_launch("log_softmax_backward kernel");
 }

@@ -207,6 +207,98 @@ __global__ void layer_norm_dwdb_kernel(Vec dw, Vec db, Mat2 dy, Mat2 x, const fl
   if (db.ptr) store_f(const_cast<void*>(db.ptr), db.dtype, c, sb);
 }
 
+// The whole backward in one pass for rows of at most 256 * V elements on the 16-byte
+// path: a warp per row reads dy and x once, keeps them in registers for dx, and adds the
+// row's dy * xhat and dy into its lanes' column sums; the block adds its warps' sums in
+// shared memory and writes them as one row of `partial` (the backend's private reduction
+// scratch, outside the caching allocator), which layer_norm_dwdb_finalize sums. The
+// separate dweight / dbias pass read dy and x a second time (GPT-2: 50 MB a layer norm);
+// atomics into the outputs from every block instead serialised at the end of the grid.
+constexpr int kFusedWarps = 8;
+template <int V>
+__global__ void __launch_bounds__(32 * kFusedWarps, V <= 3 ? 2 : 1)
+    layer_norm_backward_fused_kernel(Mat2 dx, Mat2 dy, Mat2 x, const float* mean, const float* rstd, Vec w,
+                                     float* partial) {
+  extern __shared__ float sums[];  // [2][cols]: dweight, dbias
+  const int64_t n = x.cols;
+  for (int64_t c = threadIdx.x; c < 2 * n; c += blockDim.x) sums[c] = 0.f;
+  __syncthreads();
+  float aw[V][8], ab[V][8];
+#pragma unroll
+  for (int v = 0; v < V; ++v)
+#pragma unroll
+    for (int k = 0; k < 8; ++k) aw[v][k] = ab[v][k] = 0.f;
+  const int64_t warps = int64_t(gridDim.x) * kFusedWarps;
+  for (int64_t row = int64_t(blockIdx.x) * kFusedWarps + (threadIdx.x >> 5); row < x.rows; row += warps) {
+    const float mu = mean[row], rs = rstd[row];
+    float g[V][8], xh[V][8];
+    float sg = 0, sgx = 0;
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const int64_t c = 8 * (lane() + 32 * v);
+      if (c < n) {
+        float wv[8];
+        load8(dy.ptr, dy.dtype, row * dy.s0 + c, g[v]);
+        load8(x.ptr, x.dtype, row * x.s0 + c, xh[v]);
+        if (w.ptr) load8(w.ptr, w.dtype, c, wv);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          xh[v][k] = (xh[v][k] - mu) * rs;
+          aw[v][k] += g[v][k] * xh[v][k];
+          ab[v][k] += g[v][k];
+          g[v][k] *= w.ptr ? wv[k] : 1.f;
+          sg += g[v][k];
+          sgx += g[v][k] * xh[v][k];
+        }
+      }
+    }
+    sg = warp_sum(sg) / float(n);
+    sgx = warp_sum(sgx) / float(n);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const int64_t c = 8 * (lane() + 32 * v);
+      if (c < n) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) g[v][k] = rs * (g[v][k] - sg - xh[v][k] * sgx);
+        store8(dx.ptr, dx.dtype, row * dx.s0 + c, g[v]);
+      }
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int64_t c = 8 * (lane() + 32 * v);
+    if (c < n)
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        atomicAdd(&sums[c + k], aw[v][k]);
+        atomicAdd(&sums[n + c + k], ab[v][k]);
+      }
+  }
+  __syncthreads();
+  float* mine = partial + int64_t(blockIdx.x) * 2 * n;
+  for (int64_t c = threadIdx.x; c < 2 * n; c += blockDim.x) mine[c] = sums[c];
+}
+
+// dweight, dbias = the column sums of `parts` rows of partial ([parts][2][cols]): 32
+// columns a block, 8 warps down the rows, then added up in shared memory.
+__global__ void layer_norm_dwdb_finalize(Vec dw, Vec db, const float* partial, int64_t parts, int64_t n) {
+  __shared__ float s[8][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t c = int64_t(blockIdx.x) * 32 + tx;
+  float acc = 0.f;
+  if (c < 2 * n)
+    for (int64_t p = ty; p < parts; p += 8) acc += partial[p * 2 * n + c];
+  s[ty][tx] = acc;
+  __syncthreads();
+  if (ty != 0 || c >= 2 * n) return;
+  for (int k = 1; k < 8; ++k) acc += s[k][tx];
+  if (c < n) {
+    if (dw.ptr) store_f(const_cast<void*>(dw.ptr), dw.dtype, c, acc);
+  } else if (db.ptr) {
+    store_f(const_cast<void*>(db.ptr), db.dtype, c - n, acc);
+  }
+}
+
 // ---- attention -------------------------------------------------------------------
 
 // One warp per query row, online softmax over the keys (the causal mask is top-left
@@ -385,9 +477,51 @@ void launch_layer_norm(const Mat2& y, float* mean, float* rstd, const Mat2& x, V
   check_launch("layer_norm");
 }
 
+namespace {
+int sm_count() {
+  static int cached[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  if (!cached[dev] && cudaDeviceGetAttribute(&cached[dev], cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    cached[dev] = 132;
+  return cached[dev];
+}
+
+// The one-pass backward (layer_norm_backward_fused_kernel + finalize), or false when it
+// does not apply (or the scratch is too small for the blocks' partial sums).
+bool launch_layer_norm_backward_fused(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
+                                      const float* rstd, Vec w, float* scratch, int64_t scratch_floats,
+                                      cudaStream_t stream) {
+  const int64_t n = x.cols;
+  if (!dx.ptr || (!dw.ptr && !db.ptr) || !scratch || n > 1024 || n % 8 != 0) return false;
+  if (!rows_vec8(dx, n) || !rows_vec8(dy, n) || !rows_vec8(x, n) || !vec8(w) || !vec8(dw) || !vec8(db)) return false;
+  const int64_t row_blocks = (x.rows + kFusedWarps - 1) / kFusedWarps;
+  // One wave (two blocks an SM for up to 768 columns, one above): each warp sums a few rows.
+  const int64_t per_sm = n <= 768 ? 2 : 1;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(row_blocks, per_sm * int64_t(sm_count())));
+  if (parts * 2 * n > scratch_floats) return false;
+  const unsigned blocks = unsigned(parts);
+  const size_t smem = size_t(2 * n) * sizeof(float);
+  const dim3 threads(32 * kFusedWarps);
+  if (n <= 256)
+    layer_norm_backward_fused_kernel<1><<<blocks, threads, smem, stream>>>(dx, dy, x, mean, rstd, w, scratch);
+  else if (n <= 512)
+    layer_norm_backward_fused_kernel<2><<<blocks, threads, smem, stream>>>(dx, dy, x, mean, rstd, w, scratch);
+  else if (n <= 768)
+    layer_norm_backward_fused_kernel<3><<<blocks, threads, smem, stream>>>(dx, dy, x, mean, rstd, w, scratch);
+  else
+    layer_norm_backward_fused_kernel<4><<<blocks, threads, smem, stream>>>(dx, dy, x, mean, rstd, w, scratch);
+  check_launch("layer_norm_backward (one pass)");
+  layer_norm_dwdb_finalize<<<unsigned((2 * n + 31) / 32), dim3(32, 8), 0, stream>>>(dw, db, scratch, parts, n);
+  check_launch("layer_norm_backward (dweight, dbias from the partial sums)");
+  return true;
+}
+}  // namespace
+
 void launch_layer_norm_backward(const Mat2& dx, Vec dw, Vec db, const Mat2& dy, const Mat2& x, const float* mean,
-                                const float* rstd, Vec w, cudaStream_t stream) {
+                                const float* rstd, Vec w, float* scratch, int64_t scratch_floats, cudaStream_t stream) {
   if (x.rows == 0) return;
+  if (launch_layer_norm_backward_fused(dx, dw, db, dy, x, mean, rstd, w, scratch, scratch_floats, stream)) return;
   if (dx.ptr) {
     const unsigned blocks = unsigned(blocks_for_rows(x.rows));
     if (rows_vec8(dx, x.cols) && rows_vec8(dy, x.cols) && rows_vec8(x, x.cols) && vec8(w))
