@@ -70,4 +70,6 @@ end
 begin "end-to-end (Chromium)"
 npx vitest run --project e2e --reporter=default --reporter=json --outputFile=test-output/vitest-e2e.json
 end
+trap - EXIT
+report
 node scripts/test-summary.mjs
