@@ -42,7 +42,10 @@ export default defineConfig({
           environment: 'node',
           testTimeout: 120_000,
           hookTimeout: 120_000,
-          fileParallelism: false,
+          // Each file starts its own server (port 0, temporary home) and Chromium, so files run
+          // side by side too: 23 files passed in 226 s against 335 s one at a time, on a loaded
+          // 2-core machine.
+          maxWorkers: workers,
         },
       },
     ],
