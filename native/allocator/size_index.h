@@ -1,0 +1,243 @@
+#pragma once
+// The cached blocks of a pool in best-fit order (stream, size, address), as c10's
+// std::set<Block*, BlockComparatorSize>, held as a segregated-fit index: per stream, one
+// small sorted bucket per size class (16 classes per power of two) and a two-level bitmap
+// of the non-empty classes. A best-fit lookup is a class computation, a scan of one short
+// bucket and at most two bit scans, instead of a red-black descent whose every step is a
+// hard-to-predict branch; buckets keep their capacity, so steady-state malloc/free make no
+// heap allocations. lower_bound, begin and iteration order are exactly std::set's; unlike
+// std::set, an insert or erase invalidates every iterator except the one erase(iterator)
+// returns.
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "allocator/block.h"
+#include "allocator/debug_assert.h"
+
+namespace vramlab::alloc {
+
+class SizeIndex {
+ public:
+  static constexpr unsigned kSubBits = 4;  // 16 classes per power of two
+  static constexpr size_t kClasses = (64 - kSubBits + 1) << kSubBits;
+  static constexpr size_t kWords = (kClasses + 63) / 64;
+  static_assert(kWords <= 64, "the summary word has one bit per bitmap word");
+
+  // Size class: monotonic in size, so classes in order are sizes in order.
+  static size_t size_class(size_t s) {
+    if (s < (size_t(1) << kSubBits)) return s;
+    const unsigned e = static_cast<unsigned>(std::bit_width(s)) - 1;  // floor(log2 s) >= kSubBits
+    return ((e - kSubBits + 1) << kSubBits) | ((s >> (e - kSubBits)) & ((size_t(1) << kSubBits) - 1));
+  }
+
+ private:
+  struct Entry {
+    size_t size;
+    uintptr_t ptr;
+    Block* block;
+  };
+  static bool less(const Entry& a, size_t size, uintptr_t ptr) { return a.size != size ? a.size < size : a.ptr < ptr; }
+  // One stream's blocks.
+  struct Lane {
+    explicit Lane(StreamId s) : stream(s) {}
+    StreamId stream;
+    size_t count = 0;
+    uint64_t summary = 0;         // bit w: words[w] != 0
+    uint64_t words[kWords] = {};  // bit c: buckets[c] non-empty
+    std::vector<Entry> buckets[kClasses];
+
+    // The first non-empty class >= c, or kClasses.
+    size_t next_class(size_t c) const {
+      if (c >= kClasses) return kClasses;
+      size_t w = c >> 6;
+      const uint64_t m = words[w] & (~uint64_t(0) << (c & 63));
+      if (m) return (w << 6) | static_cast<size_t>(std::countr_zero(m));
+      const uint64_t s = w + 1 < 64 ? summary & (~uint64_t(0) << (w + 1)) : 0;
+      if (!s) return kClasses;
+      w = static_cast<size_t>(std::countr_zero(s));
+      return (w << 6) | static_cast<size_t>(std::countr_zero(words[w]));
+    }
+    // The last non-empty class <= c, or kClasses when none.
+    size_t prev_class(size_t c) const {
+      size_t w = c >> 6;
+      const unsigned bit = static_cast<unsigned>(c & 63);
+      const uint64_t m = words[w] & (bit == 63 ? ~uint64_t(0) : (uint64_t(2) << bit) - 1);
+      if (m) return (w << 6) | static_cast<size_t>(63 - std::countl_zero(m));
+      const uint64_t s = summary & ((uint64_t(1) << w) - 1);
+      if (!s) return kClasses;
+      w = static_cast<size_t>(63 - std::countl_zero(s));
+      return (w << 6) | static_cast<size_t>(63 - std::countl_zero(words[w]));
+    }
+    void mark(size_t c) {
+      words[c >> 6] |= uint64_t(1) << (c & 63);
+      summary |= uint64_t(1) << (c >> 6);
+    }
+    void unmark(size_t c) {
+      words[c >> 6] &= ~(uint64_t(1) << (c & 63));
+      if (!words[c >> 6]) summary &= ~(uint64_t(1) << (c >> 6));
+    }
+  };
+
+  // Position of the first entry of bucket b not less than (size, ptr).
+  static size_t bucket_lower(const std::vector<Entry>& b, size_t size, uintptr_t ptr) {
+    if (b.size() <= 8) {
+      size_t i = 0;
+      while (i < b.size() && less(b[i], size, ptr)) ++i;
+      return i;
+    }
+    return static_cast<size_t>(
+        std::lower_bound(b.begin(), b.end(), 0, [&](const Entry& e, int) { return less(e, size, ptr); }) - b.begin());
+  }
+
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::bidirectional_iterator_tag;
+    using value_type = Block*;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Block**;
+    using reference = Block*;
+    iterator() = default;
+    Block* operator*() const { return idx_->lanes_[li_]->buckets[c_][pos_].block; }
+    iterator& operator++() {
+      *this = idx_->settle(li_, c_, pos_ + 1);
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    iterator& operator--() {
+      if (pos_ > 0) {
+        --pos_;
+        return *this;
+      }
+      // Back to the last entry before this one: earlier classes of this lane, then
+      // earlier lanes (from end(), the last lane).
+      size_t li = li_, c = c_;
+      if (li == idx_->lanes_.size()) {
+        --li;
+        c = kClasses;
+      }
+      for (;;) {
+        const Lane& lane = *idx_->lanes_[li];
+        const size_t pc = c == 0 ? kClasses : lane.prev_class(c - 1);
+        if (pc != kClasses) {
+          *this = iterator(idx_, li, pc, lane.buckets[pc].size() - 1);
+          return *this;
+        }
+        --li;  // decrementing begin() is undefined, as for std::set
+        c = kClasses;
+      }
+    }
+    bool operator==(const iterator& o) const { return li_ == o.li_ && c_ == o.c_ && pos_ == o.pos_; }
+    bool operator!=(const iterator& o) const { return !(*this == o); }
+
+   private:
+    friend class SizeIndex;
+    iterator(const SizeIndex* idx, size_t li, size_t c, size_t pos) : idx_(idx), li_(li), c_(c), pos_(pos) {}
+    const SizeIndex* idx_ = nullptr;
+    size_t li_ = 0;   // lane; lanes_.size() (class and position 0) is end()
+    size_t c_ = 0;    // size class
+    size_t pos_ = 0;  // within the class's bucket
+  };
+  using const_iterator = iterator;
+
+  SizeIndex() = default;
+  SizeIndex(const SizeIndex&) = delete;
+  SizeIndex& operator=(const SizeIndex&) = delete;
+
+  bool insert(Block* b) {
+    Lane& lane = lane_for_insert(b->stream);
+    const size_t c = size_class(b->size);
+    std::vector<Entry>& bucket = lane.buckets[c];
+    const size_t pos = bucket_lower(bucket, b->size, b->ptr);
+    if (pos < bucket.size() && bucket[pos].block == b) return false;
+    VRAMLAB_DEBUG_ASSERT(pos == bucket.size() || bucket[pos].size != b->size || bucket[pos].ptr != b->ptr,
+                         "two cached blocks share a key");
+    bucket.insert(bucket.begin() + static_cast<std::ptrdiff_t>(pos), Entry{b->size, b->ptr, b});
+    lane.mark(c);
+    ++lane.count;
+    ++count_;
+    return true;
+  }
+
+  size_t erase(const Block* b) {
+    iterator it = find(b);
+    if (it == end()) return 0;
+    erase(it);
+    return 1;
+  }
+
+  // Erases *it; returns the iterator to the entry after it.
+  iterator erase(iterator it) {
+    Lane& lane = *lanes_[it.li_];
+    std::vector<Entry>& bucket = lane.buckets[it.c_];
+    bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(it.pos_));
+    if (bucket.empty()) lane.unmark(it.c_);
+    --lane.count;
+    --count_;
+    return settle(it.li_, it.c_, it.pos_);
+  }
+
+  // The first entry not less than k's (stream, size, address), as std::set::lower_bound.
+  iterator lower_bound(const Block* k) const {
+    size_t li = 0;
+    while (li < lanes_.size() && lanes_[li]->stream < k->stream) ++li;
+    if (li == lanes_.size()) return end();
+    if (lanes_[li]->stream != k->stream) return settle(li, 0, 0);
+    const size_t c = size_class(k->size);
+    return settle(li, c, bucket_lower(lanes_[li]->buckets[c], k->size, k->ptr));
+  }
+  iterator find(const Block* b) const {
+    for (size_t li = 0; li < lanes_.size(); ++li) {
+      if (lanes_[li]->stream != b->stream) continue;
+      const size_t c = size_class(b->size);
+      const std::vector<Entry>& bucket = lanes_[li]->buckets[c];
+      const size_t pos = bucket_lower(bucket, b->size, b->ptr);
+      if (pos < bucket.size() && bucket[pos].block == b) return iterator(this, li, c, pos);
+      return end();
+    }
+    return end();
+  }
+  iterator begin() const { return settle(0, 0, 0); }
+  iterator end() const { return iterator(this, lanes_.size(), 0, 0); }
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+
+ private:
+  // The iterator at (li, c, pos) if that holds an entry, else at the next entry after it.
+  iterator settle(size_t li, size_t c, size_t pos) const {
+    while (li < lanes_.size()) {
+      const Lane& lane = *lanes_[li];
+      if (pos < lane.buckets[c].size()) return iterator(this, li, c, pos);
+      const size_t nc = lane.next_class(c + 1);
+      if (nc != kClasses) return iterator(this, li, nc, 0);
+      ++li;
+      if (li < lanes_.size()) {
+        c = lanes_[li]->next_class(0);
+        if (c == kClasses) c = 0;  // an empty lane: its bucket 0 is empty, so the loop moves on
+      }
+      pos = 0;
+    }
+    return end();
+  }
+  Lane& lane_for_insert(StreamId s) {
+    size_t li = 0;
+    while (li < lanes_.size() && lanes_[li]->stream < s) ++li;
+    if (li < lanes_.size() && lanes_[li]->stream == s) return *lanes_[li];
+    // Lanes stay once made (a stream that cached a block will again), sorted by stream.
+    return **lanes_.insert(lanes_.begin() + static_cast<std::ptrdiff_t>(li), std::make_unique<Lane>(s));
+  }
+
+  std::vector<std::unique_ptr<Lane>> lanes_;  // sorted by stream
+  size_t count_ = 0;
+};
+
+}  // namespace vramlab::alloc
