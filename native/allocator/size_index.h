@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <vector>
@@ -42,14 +43,69 @@ class SizeIndex {
     Block* block;
   };
   static bool less(const Entry& a, size_t size, uintptr_t ptr) { return a.size != size ? a.size < size : a.ptr < ptr; }
+  // A sorted run of entries; the first kInline live inside the bucket, so the short
+  // buckets of a fresh allocator (a replay makes one each time) never touch the heap.
+  class Bucket {
+   public:
+    static constexpr uint32_t kInline = 4;
+    Bucket() {}  // inline_ is left unset: only [0, n_) is ever read
+    Bucket(const Bucket&) = delete;
+    Bucket& operator=(const Bucket&) = delete;
+    ~Bucket() { delete[] heap_; }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    const Entry* begin() const { return heap_ ? heap_ : inline_; }
+    const Entry* end() const { return begin() + n_; }
+    Entry* begin() { return heap_ ? heap_ : inline_; }
+    Entry* end() { return begin() + n_; }
+    const Entry& operator[](size_t i) const { return begin()[i]; }
+    void insert(Entry* at, const Entry& e) {
+      size_t i = static_cast<size_t>(at - begin());
+      if (n_ == cap_) grow();
+      Entry* d = begin();
+      std::memmove(d + i + 1, d + i, sizeof(Entry) * (n_ - i));
+      d[i] = e;
+      ++n_;
+    }
+    void erase(Entry* at) {
+      std::memmove(at, at + 1, sizeof(Entry) * static_cast<size_t>(end() - at - 1));
+      --n_;
+    }
+
+   private:
+    void grow() {
+      Entry* bigger = new Entry[size_t(cap_) * 2];
+      std::memcpy(bigger, begin(), sizeof(Entry) * n_);
+      delete[] heap_;
+      heap_ = bigger;
+      cap_ *= 2;
+    }
+    uint32_t n_ = 0, cap_ = kInline;
+    Entry* heap_ = nullptr;  // the entries once more than kInline
+    Entry inline_[kInline];
+  };
+  inline static const Bucket kNoEntries{};
   // One stream's blocks.
   struct Lane {
     explicit Lane(StreamId s) : stream(s) {}
     StreamId stream;
     size_t count = 0;
     uint64_t summary = 0;         // bit w: words[w] != 0
-    uint64_t words[kWords] = {};  // bit c: buckets[c] non-empty
-    std::vector<Entry> buckets[kClasses];
+    uint64_t words[kWords] = {};  // bit c: bucket c non-empty
+    // Buckets in groups of 64, one per bitmap word, made on a group's first insert: a lane
+    // costs a few hundred bytes to start, not one bucket per class.
+    std::unique_ptr<Bucket[]> groups[kWords];
+
+    const Bucket& bucket(size_t c) const {
+      const auto& g = groups[c >> 6];
+      return g ? g[c & 63] : kNoEntries;
+    }
+    Bucket& bucket_for_insert(size_t c) {
+      auto& g = groups[c >> 6];
+      if (!g) g.reset(new Bucket[64]);
+      return g[c & 63];
+    }
+    Bucket& bucket_of_entry(size_t c) { return groups[c >> 6][c & 63]; }
 
     // The first non-empty class >= c, or kClasses.
     size_t next_class(size_t c) const {
@@ -83,15 +139,21 @@ class SizeIndex {
     }
   };
 
-  // Position of the first entry of bucket b not less than (size, ptr).
-  static size_t bucket_lower(const std::vector<Entry>& b, size_t size, uintptr_t ptr) {
-    if (b.size() <= 8) {
-      size_t i = 0;
-      while (i < b.size() && less(b[i], size, ptr)) ++i;
-      return i;
+  // A bucket is stored in descending order, so its smallest entry is at the back: best
+  // fit among many equal sizes takes the lowest address, and the pop and the push back of
+  // a block at that address move nothing. Positions in iterators count in ascending order;
+  // slot() maps one to the vector.
+  static const Entry& slot(const Bucket& b, size_t pos) { return b[b.size() - 1 - pos]; }
+  // Ascending position of the first entry of bucket b not less than (size, ptr).
+  static size_t bucket_lower(const Bucket& b, size_t size, uintptr_t ptr) {
+    size_t i = b.size();  // entries less than the key sit at vector indices [i, size)
+    if (i <= 8) {
+      while (i > 0 && less(b[i - 1], size, ptr)) --i;
+    } else {
+      i = static_cast<size_t>(
+          std::partition_point(b.begin(), b.end(), [&](const Entry& e) { return !less(e, size, ptr); }) - b.begin());
     }
-    return static_cast<size_t>(
-        std::lower_bound(b.begin(), b.end(), 0, [&](const Entry& e, int) { return less(e, size, ptr); }) - b.begin());
+    return b.size() - i;
   }
 
  public:
@@ -103,7 +165,7 @@ class SizeIndex {
     using pointer = Block**;
     using reference = Block*;
     iterator() = default;
-    Block* operator*() const { return idx_->lanes_[li_]->buckets[c_][pos_].block; }
+    Block* operator*() const { return slot(idx_->lanes_[li_]->bucket(c_), pos_).block; }
     iterator& operator++() {
       *this = idx_->settle(li_, c_, pos_ + 1);
       return *this;
@@ -129,7 +191,7 @@ class SizeIndex {
         const Lane& lane = *idx_->lanes_[li];
         const size_t pc = c == 0 ? kClasses : lane.prev_class(c - 1);
         if (pc != kClasses) {
-          *this = iterator(idx_, li, pc, lane.buckets[pc].size() - 1);
+          *this = iterator(idx_, li, pc, lane.bucket(pc).size() - 1);
           return *this;
         }
         --li;  // decrementing begin() is undefined, as for std::set
@@ -156,12 +218,12 @@ class SizeIndex {
   bool insert(Block* b) {
     Lane& lane = lane_for_insert(b->stream);
     const size_t c = size_class(b->size);
-    std::vector<Entry>& bucket = lane.buckets[c];
+    Bucket& bucket = lane.bucket_for_insert(c);
     const size_t pos = bucket_lower(bucket, b->size, b->ptr);
-    if (pos < bucket.size() && bucket[pos].block == b) return false;
-    VRAMLAB_DEBUG_ASSERT(pos == bucket.size() || bucket[pos].size != b->size || bucket[pos].ptr != b->ptr,
+    if (pos < bucket.size() && slot(bucket, pos).block == b) return false;
+    VRAMLAB_DEBUG_ASSERT(pos == bucket.size() || slot(bucket, pos).size != b->size || slot(bucket, pos).ptr != b->ptr,
                          "two cached blocks share a key");
-    bucket.insert(bucket.begin() + static_cast<std::ptrdiff_t>(pos), Entry{b->size, b->ptr, b});
+    bucket.insert(bucket.end() - static_cast<std::ptrdiff_t>(pos), Entry{b->size, b->ptr, b});
     lane.mark(c);
     ++lane.count;
     ++count_;
@@ -178,8 +240,8 @@ class SizeIndex {
   // Erases *it; returns the iterator to the entry after it.
   iterator erase(iterator it) {
     Lane& lane = *lanes_[it.li_];
-    std::vector<Entry>& bucket = lane.buckets[it.c_];
-    bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(it.pos_));
+    Bucket& bucket = lane.bucket_of_entry(it.c_);
+    bucket.erase(bucket.end() - 1 - static_cast<std::ptrdiff_t>(it.pos_));
     if (bucket.empty()) lane.unmark(it.c_);
     --lane.count;
     --count_;
@@ -193,15 +255,15 @@ class SizeIndex {
     if (li == lanes_.size()) return end();
     if (lanes_[li]->stream != k->stream) return settle(li, 0, 0);
     const size_t c = size_class(k->size);
-    return settle(li, c, bucket_lower(lanes_[li]->buckets[c], k->size, k->ptr));
+    return settle(li, c, bucket_lower(lanes_[li]->bucket(c), k->size, k->ptr));
   }
   iterator find(const Block* b) const {
     for (size_t li = 0; li < lanes_.size(); ++li) {
       if (lanes_[li]->stream != b->stream) continue;
       const size_t c = size_class(b->size);
-      const std::vector<Entry>& bucket = lanes_[li]->buckets[c];
+      const Bucket& bucket = lanes_[li]->bucket(c);
       const size_t pos = bucket_lower(bucket, b->size, b->ptr);
-      if (pos < bucket.size() && bucket[pos].block == b) return iterator(this, li, c, pos);
+      if (pos < bucket.size() && slot(bucket, pos).block == b) return iterator(this, li, c, pos);
       return end();
     }
     return end();
@@ -216,7 +278,7 @@ class SizeIndex {
   iterator settle(size_t li, size_t c, size_t pos) const {
     while (li < lanes_.size()) {
       const Lane& lane = *lanes_[li];
-      if (pos < lane.buckets[c].size()) return iterator(this, li, c, pos);
+      if (pos < lane.bucket(c).size()) return iterator(this, li, c, pos);
       const size_t nc = lane.next_class(c + 1);
       if (nc != kClasses) return iterator(this, li, nc, 0);
       ++li;
