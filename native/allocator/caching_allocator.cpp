@@ -139,7 +139,7 @@ bool CachingAllocator::get_free_block(AllocParams& p) {
   VRAMLAB_DEBUG_ASSERT(!p.block->allocated && p.block->mapped, "a cached block is free and mapped");
   VRAMLAB_DEBUG_ASSERT(p.block->size >= p.size() && p.block->stream == p.stream() && p.block->pool == &pool,
                        "best fit returned a block too small or of another stream or pool");
-  pool.blocks.erase(it);
+  pool.blocks.remove(it);
   return true;
 }
 

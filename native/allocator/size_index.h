@@ -5,9 +5,9 @@
 // of the non-empty classes. A best-fit lookup is a class computation, a scan of one short
 // bucket and at most two bit scans, instead of a red-black descent whose every step is a
 // hard-to-predict branch; buckets keep their capacity, so steady-state malloc/free make no
-// heap allocations. lower_bound, begin and iteration order are exactly std::set's; unlike
-// std::set, an insert or erase invalidates every iterator except the one erase(iterator)
-// returns.
+// heap allocations. Up to eight entries live in one flat sorted array instead. lower_bound,
+// begin and iteration order are exactly std::set's; unlike std::set, an insert or erase
+// invalidates every iterator except the one erase(iterator) returns.
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -28,6 +28,8 @@ class SizeIndex {
   static constexpr size_t kClasses = (64 - kSubBits + 1) << kSubBits;
   static constexpr size_t kWords = (kClasses + 63) / 64;
   static_assert(kWords <= 64, "the summary word has one bit per bitmap word");
+  static constexpr size_t kFlatMax = 8;  // up to this many entries: one flat sorted array
+  static constexpr size_t kFlatLane = ~size_t(0);
 
   // Size class: monotonic in size, so classes in order are sizes in order.
   static size_t size_class(size_t s) {
@@ -63,12 +65,14 @@ class SizeIndex {
       size_t i = static_cast<size_t>(at - begin());
       if (n_ == cap_) grow();
       Entry* d = begin();
-      std::memmove(d + i + 1, d + i, sizeof(Entry) * (n_ - i));
+      // Most pushes land at the back (the lowest address of a size): no call for nothing.
+      if (i < n_) std::memmove(d + i + 1, d + i, sizeof(Entry) * (n_ - i));
       d[i] = e;
       ++n_;
     }
     void erase(Entry* at) {
-      std::memmove(at, at + 1, sizeof(Entry) * static_cast<size_t>(end() - at - 1));
+      const size_t after = static_cast<size_t>(end() - at - 1);
+      if (after) std::memmove(at, at + 1, sizeof(Entry) * after);
       --n_;
     }
 
@@ -89,7 +93,6 @@ class SizeIndex {
   struct Lane {
     explicit Lane(StreamId s) : stream(s) {}
     StreamId stream;
-    size_t count = 0;
     uint64_t summary = 0;         // bit w: words[w] != 0
     uint64_t words[kWords] = {};  // bit c: bucket c non-empty
     // Buckets in groups of 64, one per bitmap word, made on a group's first insert: a lane
@@ -165,9 +168,14 @@ class SizeIndex {
     using pointer = Block**;
     using reference = Block*;
     iterator() = default;
-    Block* operator*() const { return slot(idx_->lanes_[li_]->bucket(c_), pos_).block; }
+    Block* operator*() const { return block_; }
     iterator& operator++() {
-      *this = idx_->settle(li_, c_, pos_ + 1);
+      if (li_ == kFlatLane) {
+        ++pos_;
+        block_ = pos_ < idx_->flat_n_ ? idx_->flat_[pos_].block : nullptr;
+      } else {
+        *this = idx_->settle(li_, c_, pos_ + 1);
+      }
       return *this;
     }
     iterator operator++(int) {
@@ -176,8 +184,13 @@ class SizeIndex {
       return t;
     }
     iterator& operator--() {
+      if (li_ == kFlatLane) {
+        block_ = idx_->flat_[--pos_].block;
+        return *this;
+      }
       if (pos_ > 0) {
         --pos_;
+        block_ = slot(idx_->lanes_[li_]->bucket(c_), pos_).block;
         return *this;
       }
       // Back to the last entry before this one: earlier classes of this lane, then
@@ -191,7 +204,8 @@ class SizeIndex {
         const Lane& lane = *idx_->lanes_[li];
         const size_t pc = c == 0 ? kClasses : lane.prev_class(c - 1);
         if (pc != kClasses) {
-          *this = iterator(idx_, li, pc, lane.bucket(pc).size() - 1);
+          const Bucket& b = lane.bucket(pc);
+          *this = iterator(idx_, li, pc, b.size() - 1, slot(b, b.size() - 1).block);
           return *this;
         }
         --li;  // decrementing begin() is undefined, as for std::set
@@ -203,11 +217,13 @@ class SizeIndex {
 
    private:
     friend class SizeIndex;
-    iterator(const SizeIndex* idx, size_t li, size_t c, size_t pos) : idx_(idx), li_(li), c_(c), pos_(pos) {}
+    iterator(const SizeIndex* idx, size_t li, size_t c, size_t pos, Block* block)
+        : idx_(idx), li_(li), c_(c), pos_(pos), block_(block) {}
     const SizeIndex* idx_ = nullptr;
-    size_t li_ = 0;   // lane; lanes_.size() (class and position 0) is end()
-    size_t c_ = 0;    // size class
-    size_t pos_ = 0;  // within the class's bucket
+    size_t li_ = 0;           // lane (kFlatLane: flat_); lanes_.size() (class and position 0) is end()
+    size_t c_ = 0;            // size class
+    size_t pos_ = 0;          // within the class's bucket
+    Block* block_ = nullptr;  // the entry's block, read once (null at end())
   };
   using const_iterator = iterator;
 
@@ -216,6 +232,22 @@ class SizeIndex {
   SizeIndex& operator=(const SizeIndex&) = delete;
 
   bool insert(Block* b) {
+    if (is_flat_) {
+      const size_t pos = flat_lower(b->stream, b->size, b->ptr);
+      if (pos < flat_n_ && flat_[pos].block == b) return false;
+      if (flat_n_ < kFlatMax) {
+        for (size_t i = flat_n_; i > pos; --i) flat_[i] = flat_[i - 1];
+        flat_[pos] = FlatEntry{b->stream, b->size, b->ptr, b};
+        ++flat_n_;
+        ++count_;
+        return true;
+      }
+      // Full: every entry moves to the buckets, which keep their capacity from before.
+      is_flat_ = false;
+      count_ = 0;
+      for (size_t i = 0; i < flat_n_; ++i) insert(flat_[i].block);
+      flat_n_ = 0;
+    }
     Lane& lane = lane_for_insert(b->stream);
     const size_t c = size_class(b->size);
     Bucket& bucket = lane.bucket_for_insert(c);
@@ -225,7 +257,6 @@ class SizeIndex {
                          "two cached blocks share a key");
     bucket.insert(bucket.end() - static_cast<std::ptrdiff_t>(pos), Entry{b->size, b->ptr, b});
     lane.mark(c);
-    ++lane.count;
     ++count_;
     return true;
   }
@@ -233,23 +264,43 @@ class SizeIndex {
   size_t erase(const Block* b) {
     iterator it = find(b);
     if (it == end()) return 0;
-    erase(it);
+    remove(it);
     return 1;
   }
 
   // Erases *it; returns the iterator to the entry after it.
   iterator erase(iterator it) {
-    Lane& lane = *lanes_[it.li_];
-    Bucket& bucket = lane.bucket_of_entry(it.c_);
-    bucket.erase(bucket.end() - 1 - static_cast<std::ptrdiff_t>(it.pos_));
-    if (bucket.empty()) lane.unmark(it.c_);
-    --lane.count;
+    const Block* b = *it;
+    const Block key(b->stream, b->size, nullptr, b->ptr);  // b's key, read before it goes
+    remove(it);
+    return lower_bound(&key);
+  }
+  // Erases *it when the caller needs no successor (best fit taking its block).
+  void remove(iterator it) {
     --count_;
-    return settle(it.li_, it.c_, it.pos_);
+    if (is_flat_) {
+      for (size_t i = it.pos_; i + 1 < flat_n_; ++i) flat_[i] = flat_[i + 1];
+      --flat_n_;
+      return;
+    }
+    remove_from_bucket(it);
+    if (count_ <= kFlatMax / 4) {
+      // Few left: back to the flat array, in order; the buckets keep their capacity.
+      size_t n = 0;
+      for (iterator i = settle(0, 0, 0); i != end(); ++i)
+        flat_[n++] = FlatEntry{(*i)->stream, (*i)->size, (*i)->ptr, *i};
+      for (size_t i = 0; i < n; ++i) remove_from_bucket(find(flat_[i].block));
+      is_flat_ = true;
+      flat_n_ = n;
+    }
   }
 
   // The first entry not less than k's (stream, size, address), as std::set::lower_bound.
   iterator lower_bound(const Block* k) const {
+    if (is_flat_) {
+      const size_t pos = flat_lower(k->stream, k->size, k->ptr);
+      return iterator(this, kFlatLane, 0, pos, pos < flat_n_ ? flat_[pos].block : nullptr);
+    }
     size_t li = 0;
     while (li < lanes_.size() && lanes_[li]->stream < k->stream) ++li;
     if (li == lanes_.size()) return end();
@@ -258,18 +309,26 @@ class SizeIndex {
     return settle(li, c, bucket_lower(lanes_[li]->bucket(c), k->size, k->ptr));
   }
   iterator find(const Block* b) const {
+    if (is_flat_) {
+      iterator it = lower_bound(b);
+      return it.block_ == b ? it : end();
+    }
     for (size_t li = 0; li < lanes_.size(); ++li) {
       if (lanes_[li]->stream != b->stream) continue;
       const size_t c = size_class(b->size);
       const Bucket& bucket = lanes_[li]->bucket(c);
       const size_t pos = bucket_lower(bucket, b->size, b->ptr);
-      if (pos < bucket.size() && slot(bucket, pos).block == b) return iterator(this, li, c, pos);
+      if (pos < bucket.size() && slot(bucket, pos).block == b) return iterator(this, li, c, pos, const_cast<Block*>(b));
       return end();
     }
     return end();
   }
-  iterator begin() const { return settle(0, 0, 0); }
-  iterator end() const { return iterator(this, lanes_.size(), 0, 0); }
+  iterator begin() const {
+    return is_flat_ ? iterator(this, kFlatLane, 0, 0, flat_n_ ? flat_[0].block : nullptr) : settle(0, 0, 0);
+  }
+  iterator end() const {
+    return is_flat_ ? iterator(this, kFlatLane, 0, flat_n_, nullptr) : iterator(this, lanes_.size(), 0, 0, nullptr);
+  }
   size_t size() const { return count_; }
   bool empty() const { return count_ == 0; }
 
@@ -278,9 +337,10 @@ class SizeIndex {
   iterator settle(size_t li, size_t c, size_t pos) const {
     while (li < lanes_.size()) {
       const Lane& lane = *lanes_[li];
-      if (pos < lane.bucket(c).size()) return iterator(this, li, c, pos);
+      const Bucket& b = lane.bucket(c);
+      if (pos < b.size()) return iterator(this, li, c, pos, slot(b, pos).block);
       const size_t nc = lane.next_class(c + 1);
-      if (nc != kClasses) return iterator(this, li, nc, 0);
+      if (nc != kClasses) return iterator(this, li, nc, 0, slot(lane.bucket(nc), 0).block);
       ++li;
       if (li < lanes_.size()) {
         c = lanes_[li]->next_class(0);
@@ -297,6 +357,32 @@ class SizeIndex {
     // Lanes stay once made (a stream that cached a block will again), sorted by stream.
     return **lanes_.insert(lanes_.begin() + static_cast<std::ptrdiff_t>(li), std::make_unique<Lane>(s));
   }
+
+  void remove_from_bucket(iterator it) {
+    Lane& lane = *lanes_[it.li_];
+    Bucket& bucket = lane.bucket_of_entry(it.c_);
+    bucket.erase(bucket.end() - 1 - static_cast<std::ptrdiff_t>(it.pos_));
+    if (bucket.empty()) lane.unmark(it.c_);
+  }
+  // Up to kFlatMax entries of any stream: one sorted array, no classes (a pool that holds a
+  // segment or two, as a malloc+free pair keeps it, costs what a one-node tree did).
+  size_t flat_lower(StreamId stream, size_t size, uintptr_t ptr) const {
+    size_t i = 0;
+    while (i < flat_n_ && (flat_[i].stream != stream ? flat_[i].stream < stream
+                           : flat_[i].size != size   ? flat_[i].size < size
+                                                     : flat_[i].ptr < ptr))
+      ++i;
+    return i;
+  }
+  struct FlatEntry {
+    StreamId stream;
+    size_t size;
+    uintptr_t ptr;
+    Block* block;
+  };
+  bool is_flat_ = true;
+  size_t flat_n_ = 0;
+  FlatEntry flat_[kFlatMax];
 
   std::vector<std::unique_ptr<Lane>> lanes_;  // sorted by stream
   size_t count_ = 0;

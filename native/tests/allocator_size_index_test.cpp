@@ -1,7 +1,8 @@
 // The best-fit index of cached blocks (SizeIndex) against the ordered set it replaces
 // (std::set ordered by BlockSizeLess, c10's BlockComparatorSize): random inserts, erasures
-// and lookups over several streams, sizes that share a bucket and sizes that do not; every
-// lookup, every erase's successor and the whole order both ways must be the set's.
+// and lookups over several streams, sizes that share a bucket and sizes that do not, few
+// entries (one flat array) and many (buckets); every lookup, every erase's successor and
+// the whole order both ways must be the set's.
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -47,13 +48,16 @@ TEST(AllocatorSizeIndex, MatchesTheOrderedSetUnderRandomEdits) {
   const StreamId streams[] = {0, 3, 7, ~StreamId(0)};
   std::mt19937_64 rng(0xB10C5);
   for (int round = 0; round < 20; ++round) {
+    // Odd rounds stay near the flat array's size, so it fills, spills into buckets and
+    // collapses back again and again.
+    const size_t cap = round % 2 ? 3 + round : ~size_t(0);
     SizeIndex idx;
     Model model;
     std::vector<std::unique_ptr<Block>> owned;
     uintptr_t next_ptr = 0x10000000;
     for (int step = 0; step < 3000; ++step) {
       const uint64_t r = rng() % 100;
-      if (r < 45 || model.empty()) {
+      if ((r < 45 || model.empty()) && model.size() < cap) {
         // A new block (addresses unique and increasing, sizes random) or a re-insert.
         auto b = std::make_unique<Block>(streams[rng() % 4], random_size(rng), nullptr, next_ptr);
         next_ptr += 512 * (1 + rng() % 64);
@@ -87,7 +91,7 @@ TEST(AllocatorSizeIndex, MatchesTheOrderedSetUnderRandomEdits) {
           ASSERT_EQ(*std::prev(sit), *std::prev(mit));
         }
       }
-      if (step % 100 == 0) {
+      if (step % (cap < 100 ? 5 : 100) == 0) {
         ASSERT_EQ(order_mismatch(idx, model), "") << "round " << round << " step " << step;
       }
     }
