@@ -1,7 +1,8 @@
 #pragma once
-// The small and large pools of cached blocks, plus the two hot-path helpers that keep
-// malloc/free free of heap traffic: a node arena for the ordered sets and Block
-// objects, and an open-addressing map from address to allocated Block.
+// The small and large pools of cached blocks (best fit through SizeIndex), plus the two
+// hot-path helpers that keep malloc/free free of heap traffic: a node arena for the
+// unmapped-range sets and Block objects, and an open-addressing map from address to
+// allocated Block.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -12,6 +13,7 @@
 
 #include "allocator/block.h"
 #include "allocator/debug_assert.h"
+#include "allocator/size_index.h"
 
 namespace vramlab::alloc {
 
@@ -147,13 +149,12 @@ class BlockSet {
   Set set_;
 };
 
-using SizeSet = BlockSet<true>;   // (stream, size, address): best fit
 using AddrSet = BlockSet<false>;  // (stream, address): unmapped expandable ranges
 
 struct BlockPool {
-  BlockPool(bool small, NodeArena* arena) : blocks(arena), unmapped(arena), is_small(small) {}
+  BlockPool(bool small, NodeArena* arena) : unmapped(arena), is_small(small) {}
 
-  SizeSet blocks;    // cached (free, mapped) blocks
+  SizeIndex blocks;  // cached (free, mapped) blocks, best fit first
   AddrSet unmapped;  // unmapped ranges of expandable segments
   const bool is_small;
   int64_t get_free_blocks_call_count = 0;  // garbage-collection age clock

@@ -139,7 +139,7 @@ bool CachingAllocator::get_free_block(AllocParams& p) {
   VRAMLAB_DEBUG_ASSERT(!p.block->allocated && p.block->mapped, "a cached block is free and mapped");
   VRAMLAB_DEBUG_ASSERT(p.block->size >= p.size() && p.block->stream == p.stream() && p.block->pool == &pool,
                        "best fit returned a block too small or of another stream or pool");
-  pool.blocks.erase(it);
+  pool.blocks.remove(it);
   return true;
 }
 
@@ -169,10 +169,9 @@ void CachingAllocator::garbage_collect_cached_blocks() {
   while (gc_reclaimed < target_size && block_freed && freeable > 0) {
     double age_threshold = static_cast<double>(total_age) / freeable;
     block_freed = false;
-    auto it = large_blocks_.blocks.begin();
-    while (it != large_blocks_.blocks.end()) {
-      Block* b = *it;
-      ++it;
+    // Releasing edits the pool (invalidating its iterators): walk a copy.
+    const std::vector<Block*> cached(large_blocks_.blocks.begin(), large_blocks_.blocks.end());
+    for (Block* b : cached) {
       if (!b->is_split() && !b->expandable && static_cast<double>(age(b)) >= age_threshold) {
         block_freed = true;
         gc_reclaimed += b->size;
@@ -223,6 +222,9 @@ bool CachingAllocator::release_available_cached_blocks(const AllocParams& p) {
   if (it == pool.blocks.end() || (*it)->stream != p.stream() || (*it)->expandable) {
     // No single block is large enough: free oversize blocks, largest first.
     if (it == pool.blocks.begin()) return false;
+    // Pick the blocks first (releasing edits the pool and invalidates its iterators), then
+    // release them in the order c10's walk does.
+    std::vector<Block*> picked;
     size_t released = 0;
     --it;
     while (released < key.size && (*it)->size >= max_split && (*it)->stream == p.stream()) {
@@ -231,10 +233,11 @@ bool CachingAllocator::release_available_cached_blocks(const AllocParams& p) {
       if (!is_first) --it;
       if (!(*cur)->expandable) {
         released += (*cur)->size;
-        release_block(*cur);
+        picked.push_back(*cur);
       }
       if (is_first) break;
     }
+    for (Block* b : picked) release_block(b);
     if (released < key.size) return false;
   } else {
     release_block(*it);
@@ -252,10 +255,9 @@ bool CachingAllocator::release_cached_blocks() {
 
 void CachingAllocator::release_blocks(BlockPool& pool) {
   std::vector<Block*> to_unmap;
-  auto it = pool.blocks.begin();
-  while (it != pool.blocks.end()) {
-    Block* b = *it;
-    ++it;
+  // Releasing edits the pool (invalidating its iterators): walk a copy.
+  const std::vector<Block*> cached(pool.blocks.begin(), pool.blocks.end());
+  for (Block* b : cached) {
     if (b->expandable) {
       to_unmap.push_back(b);  // unmapping edits the pool; do it after the walk
     } else if (!b->prev && !b->next) {

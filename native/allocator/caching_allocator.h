@@ -140,6 +140,11 @@ class CachingAllocator {
   std::string memory_summary(bool abbreviated = false) const;
 
   MemorySnapshot snapshot(bool include_trace = true) const;
+  // Every block in exactly one place: each block of each segment is in the allocated map
+  // (handed out), its pool's best-fit index (free) or its pool's unmapped set, nothing else
+  // is in them, and neighbours tile their segment. "" when so, else what is wrong. For
+  // tests: it walks every block.
+  std::string check_block_placement() const;
   // Starts/stops recording; stopping clears the buffer (like _record_memory_history(None)).
   void set_history(bool enabled, size_t max_entries = 100000);
   bool history_enabled() const;

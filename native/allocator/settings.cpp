@@ -126,14 +126,6 @@ size_t parse_roundup(const Parser& p, size_t i, AllocatorSettings& s) {
 
 }  // namespace
 
-size_t AllocatorSettings::roundup_divisions_for(size_t size) const {
-  // Interval index: log2(size) - log2(1 MiB), clamped to [0, 15].
-  size_t log_size = static_cast<size_t>(std::bit_width(size)) - 1;
-  size_t index = log_size > 20 ? log_size - 20 : 0;
-  index = std::min(index, kRoundUpPowerOfTwoIntervals - 1);
-  return roundup_power2_divisions[index];
-}
-
 AllocatorSettings AllocatorSettings::parse(const std::string& conf) {
   AllocatorSettings s;
   s.source = conf;

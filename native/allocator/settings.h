@@ -1,7 +1,9 @@
 #pragma once
 // Allocator settings parsed from a PYTORCH_CUDA_ALLOC_CONF-style string, with the
 // defaults, keys and limits of PyTorch 2.11 (c10/core/AllocatorConfig.cpp).
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -31,7 +33,13 @@ struct AllocatorSettings {
   std::string source;  // the string this was parsed from
 
   bool max_split_unlimited() const { return max_split_size == std::numeric_limits<size_t>::max(); }
-  size_t roundup_divisions_for(size_t size) const;
+  // Inline: round_size asks on every malloc.
+  size_t roundup_divisions_for(size_t size) const {
+    // Interval index: log2(size) - log2(1 MiB), clamped to [0, 15].
+    const size_t log_size = static_cast<size_t>(std::bit_width(size)) - 1;
+    const size_t index = log_size > 20 ? log_size - 20 : 0;
+    return roundup_power2_divisions[std::min(index, kRoundUpPowerOfTwoIntervals - 1)];
+  }
 
   // Throws SettingsError on unknown keys, malformed values or values PyTorch rejects.
   static AllocatorSettings parse(const std::string& conf);

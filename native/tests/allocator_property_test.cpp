@@ -1,5 +1,6 @@
 // Property test: random alloc/free/empty_cache sequences under random settings; after
-// every step the block layout and every statistic must agree with a recount.
+// every step the block layout and every statistic must agree with a recount, and every
+// block must sit in exactly one of the allocator's lists.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -66,6 +67,8 @@ TEST(AllocatorProperty, RandomSequencesKeepInvariants) {
       }
       std::string err = check_invariants(a, *dev);
       ASSERT_EQ(err, "") << "sequence " << seq << " step " << step << " settings '" << conf << "'";
+      ASSERT_EQ(a.check_block_placement(), "")
+          << "sequence " << seq << " step " << step << " settings '" << conf << "'";
       // Live allocations never overlap and keep their addresses.
       std::vector<std::pair<uintptr_t, size_t>> spans;
       for (const auto& x : live) spans.emplace_back(x.ptr, x.size);
@@ -80,6 +83,49 @@ TEST(AllocatorProperty, RandomSequencesKeepInvariants) {
   }
   EXPECT_GT(ooms, 0);  // the caps and small devices were exercised
   EXPECT_GT(expandable_runs, 100);
+}
+
+// One long run instead of many short ones: hundreds of live blocks on three streams
+// build pools with hundreds of cached blocks, several in one size class, so the best-fit
+// index is searched, split and merged at depth; a device of 6 GiB makes the cache run
+// full, free cached segments and retry. Invariants and every block's place every 50
+// steps, and at the end all memory goes back.
+TEST(AllocatorProperty, LongRandomSequenceKeepsInvariants) {
+  for (const char* conf : {"", "max_split_size_mb:64", "expandable_segments:True"}) {
+    std::mt19937_64 rng(0x10C5EED);
+    auto dev = sim("sim:custom:6GiB");
+    CachingAllocator a(dev, AllocatorSettings::parse(conf));
+    std::vector<Allocation> live;
+    int ooms = 0;
+    for (int step = 0; step < 30000; ++step) {
+      const uint64_t r = rng() % 1000;
+      if (r < 520 || live.empty()) {
+        try {
+          const StreamId stream = (rng() % 4 == 0) ? 3 + rng() % 2 : 0;
+          live.push_back(a.malloc(rng() % 2 ? random_size(rng) : 512 * (1 + rng() % 4), stream));
+        } catch (const OutOfMemoryError&) {
+          ++ooms;
+        }
+      } else if (r < 998) {
+        size_t i = rng() % live.size();
+        a.free(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        a.empty_cache();
+      }
+      if (step % 50 == 0) {
+        ASSERT_EQ(check_invariants(a, *dev), "") << "step " << step << " settings '" << conf << "'";
+        ASSERT_EQ(a.check_block_placement(), "") << "step " << step << " settings '" << conf << "'";
+      }
+    }
+    ASSERT_EQ(check_invariants(a, *dev), "") << conf;
+    EXPECT_GT(a.stats().num_alloc_retries + ooms, 0) << "the device never ran full under '" << conf << "'";
+    for (const auto& x : live) a.free(x);
+    a.empty_cache();
+    ASSERT_EQ(a.memory_reserved(), 0u) << conf;
+    ASSERT_EQ(dev->used_bytes(), 0u) << conf;
+  }
 }
 
 }  // namespace
