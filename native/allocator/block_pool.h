@@ -81,26 +81,24 @@ struct ArenaAllocator {
   }
 };
 
-// An ordered set of Block* that keeps each block's sort key inside the tree node, so a
-// search compares node-local data instead of chasing every Block pointer. Behaves like
-// std::set<Block*, Less>; a block's key fields must not change while it is a member.
-template <bool BySize>
-class BlockSet {
+// The unmapped ranges of expandable segments, ordered by (stream, address) as c10's
+// std::set<Block*> with its address comparator; each block's key is kept inside the tree
+// node, so a search compares node-local data instead of chasing every Block pointer. A
+// block's key fields must not change while it is a member. (Cached blocks are in SizeIndex.)
+class AddrSet {
   struct Entry {
     StreamId stream;
-    size_t size;
     uintptr_t ptr;
     Block* block;
   };
   struct Less {
     bool operator()(const Entry& a, const Entry& b) const {
       if (a.stream != b.stream) return a.stream < b.stream;
-      if (BySize && a.size != b.size) return a.size < b.size;
       return a.ptr < b.ptr;
     }
   };
   using Set = std::set<Entry, Less, ArenaAllocator<Entry>>;
-  static Entry key(const Block* b) { return Entry{b->stream, BySize ? b->size : 0, b->ptr, const_cast<Block*>(b)}; }
+  static Entry key(const Block* b) { return Entry{b->stream, b->ptr, const_cast<Block*>(b)}; }
 
  public:
   class iterator {
@@ -135,7 +133,7 @@ class BlockSet {
   };
   using const_iterator = iterator;
 
-  explicit BlockSet(NodeArena* arena) : set_(Less{}, ArenaAllocator<Entry>(arena)) {}
+  explicit AddrSet(NodeArena* arena) : set_(Less{}, ArenaAllocator<Entry>(arena)) {}
   bool insert(Block* b) { return set_.insert(key(b)).second; }
   size_t erase(const Block* b) { return set_.erase(key(b)); }
   iterator erase(iterator it) { return iterator(set_.erase(it.raw())); }
@@ -148,8 +146,6 @@ class BlockSet {
  private:
   Set set_;
 };
-
-using AddrSet = BlockSet<false>;  // (stream, address): unmapped expandable ranges
 
 struct BlockPool {
   BlockPool(bool small, NodeArena* arena) : unmapped(arena), is_small(small) {}
