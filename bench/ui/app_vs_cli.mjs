@@ -149,11 +149,14 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
-// The browser's main process: the child of this one running the executable (Playwright starts it here).
+// The browser's main process: the child of this one running chromium (Playwright starts it
+// here). Matched by name, not path: /usr/bin/chromium is a script that execs the real binary
+// from elsewhere, and a path match found nothing, so the app's CPU column left the browser out.
 const browserPid = (() => {
+  const name = path.basename(chromiumPath);
   try {
     for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x)))
-      if (stat(p)?.[1] === String(process.pid) && readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith(chromiumPath)) return p;
+      if (stat(p)?.[1] === String(process.pid) && readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0].includes(name)) return p;
   } catch {
     /* not Linux: no CPU column */
   }

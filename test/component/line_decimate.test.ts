@@ -27,6 +27,23 @@ describe('lineDecimated', () => {
     expect(Math.min(...kept.map((p) => p.y))).toBe(Math.min(...inBucket.map((p) => p.y)));
   });
 
+  it('keeps each bucket in sample order whichever of its low and high comes first', () => {
+    // Buckets of 10 samples (x 0..4.5, 5..9.5, ...): a high before a low, a low before a high,
+    // the extremes at the bucket's ends, and a flat bucket (one sample stands for all four).
+    const ys = [
+      [5, 9, 5, 5, 5, 5, 1, 5, 5, 5],
+      [5, 1, 5, 5, 5, 5, 9, 5, 5, 5],
+      [1, 5, 5, 5, 5, 5, 5, 5, 5, 9],
+      [3, 3, 3, 3, 3, 3, 3, 3, 3, 3],
+    ].flat();
+    const pts = line(ys.length, (i) => ys[i]);
+    const out = lineDecimated(pts, 0, 20, 4);
+    const at = (...idx: number[]) => idx.map((i) => pts[i]);
+    // Each bucket's x range holds 10 samples; a line of 40 at 4 buckets is decimated (40 > 16).
+    expect(out).toEqual(at(0, 1, 6, 9, 10, 11, 16, 19, 20, 29, 30, 39));
+    for (let i = 1; i < out.length; i++) expect(out[i].x).toBeGreaterThan(out[i - 1].x);
+  });
+
   it('over a zoomed range keeps one sample beyond each edge', () => {
     const pts = line(1000, (i) => i);
     const out = lineDecimated(pts, 100, 200, 500);

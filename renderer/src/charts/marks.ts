@@ -1,6 +1,9 @@
 // A chart.js plugin that draws what a memory timeline needs around its lines: phase bands
 // and the card's CUDA context band behind, then the capacity line, the peak and the OOM in
-// front. Reads its data from options.plugins.marks so one plugin instance serves every chart.
+// front. One plugin instance serves every chart; each chart's data is set with setMarks, not
+// through chart.js options: the options resolver wraps every nested object it meets in
+// proxies on each update, and a run's series is one with 100k-point arrays (a live redraw
+// spent a sixth of its time there).
 import type { Chart, Plugin } from 'chart.js';
 import { CONTEXT_LABEL, type CardMemory } from '$contract/card';
 import { formatBytes } from '../lib/units';
@@ -19,8 +22,15 @@ export interface MarksOptions {
   cursor?: number | null;
 }
 
+const marks = new WeakMap<Chart, MarksOptions>();
+
+/** What the plugin draws on `chart` from its next draw on. */
+export function setMarks(chart: Chart, o: MarksOptions): void {
+  marks.set(chart, o);
+}
+
 function opts(chart: Chart): MarksOptions {
-  return ((chart.options.plugins as Record<string, unknown>)?.marks ?? {}) as MarksOptions;
+  return marks.get(chart) ?? {};
 }
 
 export const marksPlugin: Plugin = {

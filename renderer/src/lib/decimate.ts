@@ -25,9 +25,14 @@ export function lineDecimated(line: readonly Point[], xMin: number, xMax: number
   let last = -1;
   const flush = () => {
     if (first < 0) return;
-    // In sample order, each once.
-    const picks = [first, lo, hi, last].sort((a, b) => a - b);
-    for (let k = 0; k < picks.length; k++) if (k === 0 || picks[k] !== picks[k - 1]) out.push(line[picks[k]]);
+    // In sample order, each once: first <= lo, hi <= last, so only lo and hi may swap (no
+    // array and sort per bucket: a redraw has thousands of buckets).
+    const a = lo < hi ? lo : hi;
+    const b = lo < hi ? hi : lo;
+    out.push(line[first]);
+    if (a !== first) out.push(line[a]);
+    if (b !== a) out.push(line[b]);
+    if (last !== b) out.push(line[last]);
   };
   for (let i = start; i < end; i++) {
     const b = Math.floor((line[i].x - xMin) / width);

@@ -60,7 +60,7 @@ export class RunSeries {
   /** Open "module" phases, innermost last, so each sample knows the module it ran in. */
   private moduleStack: string[] = [];
   /** The latest allocation's module and op: what the run was doing when a sample was taken. */
-  private lastAlloc: { module: string; op: string } | null = null;
+  private lastAlloc: Extract<RunEvent, { type: 'alloc' }> | null = null;
   private lastT = -Infinity;
   oom: Oom | null = null;
   capacity: number | null = null;
@@ -87,17 +87,28 @@ export class RunSeries {
   }
 
   push(s: Sample): void {
-    const x = s.t;
-    this.allocated.push({ x, y: s.allocated });
-    this.reserved.push({ x, y: s.reserved });
-    this.active.push({ x, y: s.active ?? s.allocated });
-    const cats = s.byCategory;
+    this.append(s.t, s.allocated, s.reserved, s.active ?? s.allocated, s.byCategory, s.module, s.op);
+  }
+
+  /** One sample's columns (no Sample object per sample: a live run ingests tens of thousands). */
+  private append(
+    x: number,
+    allocated: number,
+    reserved: number,
+    active: number,
+    cats: readonly number[] | undefined,
+    module: string | undefined,
+    op: string | undefined,
+  ): void {
+    this.allocated.push({ x, y: allocated });
+    this.reserved.push({ x, y: reserved });
+    this.active.push({ x, y: active });
     for (let c = 0; c < CATEGORIES.length; c++) this.categories[c].push(cats ? (cats[c] ?? 0) : 0);
-    this.categories[CATEGORIES.length].push(Math.max(0, s.reserved - s.allocated));
-    this.ops.push(s.op);
-    this.modules.push(s.module);
-    if (s.reserved > this.maxReserved) this.maxReserved = s.reserved;
-    if (!this.peak || s.allocated > this.peak.y) this.peak = { x, y: s.allocated, index: this.allocated.length - 1 };
+    this.categories[CATEGORIES.length].push(Math.max(0, reserved - allocated));
+    this.ops.push(op);
+    this.modules.push(module);
+    if (reserved > this.maxReserved) this.maxReserved = reserved;
+    if (!this.peak || allocated > this.peak.y) this.peak = { x, y: allocated, index: this.allocated.length - 1 };
     this.version++;
   }
 
@@ -108,18 +119,12 @@ export class RunSeries {
     for (const s of samples) {
       while (e < events.length && events[e].t <= s.t) this.applyEvent(events[e++]);
       const module = this.moduleStack[this.moduleStack.length - 1] || this.lastAlloc?.module || undefined;
-      this.push({
-        t: Math.max(s.t, this.lastT),
-        allocated: s.allocated,
-        reserved: s.reserved,
-        active: s.active,
-        byCategory: s.by,
-        module,
-        // The op only belongs to this moment while the run is still in the module that made
-        // it: a module entered since has not allocated yet.
-        op: (this.lastAlloc && (this.lastAlloc.module || undefined) === module && this.lastAlloc.op) || undefined,
-      });
-      this.lastT = Math.max(s.t, this.lastT);
+      // The op only belongs to this moment while the run is still in the module that made
+      // it: a module entered since has not allocated yet.
+      const op = (this.lastAlloc && (this.lastAlloc.module || undefined) === module && this.lastAlloc.op) || undefined;
+      const t = Math.max(s.t, this.lastT);
+      this.append(t, s.allocated, s.reserved, s.active ?? s.allocated, s.by, module, op);
+      this.lastT = t;
     }
     while (e < events.length) this.applyEvent(events[e++]);
   }
@@ -128,7 +133,7 @@ export class RunSeries {
     if (ev.type === 'alloc') {
       this.allocEvents.push(ev);
       // The allocator's context tags carry the op; runs stored before they were sent have none.
-      if (ev.action === 'alloc') this.lastAlloc = { module: ev.module, op: ev.op ?? '' };
+      if (ev.action === 'alloc') this.lastAlloc = ev;
       if (ev.action === 'oom' && !this.oom) this.oom = { x: ev.t, message: '', diagnosis: '' };
       return;
     }
