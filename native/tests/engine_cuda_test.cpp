@@ -326,6 +326,26 @@ class EngineCudaOps : public ::testing::Test {
     return {make_view(acc, {B, H, S, D}, {Sr * H * Dr, Dr, H * Dr, 1}, 0),
             make_view(rs, {B, H, S}, {H * Sr, Sr, 1}, 0)};
   }
+  // Grouped-query heads for the float64 reference, which attends with one key head per query
+  // head: k or v (B, Hk, S, D) repeated over each group's Hq / Hk query heads ...
+  Tensor repeat_heads(const Tensor& t, int64_t Hq) {
+    const int64_t B = t.sizes()[0], Hk = t.sizes()[1], S = t.sizes()[2], D = t.sizes()[3], G = Hq / Hk;
+    Tensor r = cpu_empty({B, Hq, S, D}, DType::Float64);
+    for (int64_t h = 0; h < Hq; ++h)
+      cpu_be().unary(UnaryOp::Copy, make_view(r, {B, S, D}, {Hq * S * D, D, 1}, h * S * D),
+                     make_view(t, {B, S, D}, {Hk * S * D, D, 1}, (h / G) * S * D), 0);
+    return r;
+  }
+  // ... and its float64 dK or dV (B, Hq, S, D) summed back over each group into (B, Hk, S, D).
+  static std::vector<double> sum_over_groups(const Tensor& r, int64_t Hk) {
+    const int64_t B = r.sizes()[0], Hq = r.sizes()[1], SD = r.sizes()[2] * r.sizes()[3], G = Hq / Hk;
+    std::vector<double> acc(size_t(B * Hk * SD), 0.0);
+    const auto* p = static_cast<const double*>(r.data_ptr());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < SD; ++i) acc[size_t((b * Hk + h / G) * SD + i)] += p[(b * Hq + h) * SD + i];
+    return acc;
+  }
   // cuDNN's: one flat float workspace, the accumulator (B, H, S, D) first, then the row sums.
   Backend::AttentionScratch cudnn_scratch(int64_t B, int64_t H, int64_t S, int64_t D) {
     Tensor ws = gpu_poisoned({B * H * S * D + B * H * S + 64}, DType::Float32);
@@ -900,7 +920,7 @@ TEST_F(EngineCudaOps, TiledAttentionOnRaggedSequencesPackedViewsAndEveryDtype) {
 // reference is plain multi-head attention on k, v with every head repeated for its group
 // (float64), its dK, dV summed over the group here.
 TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
-  const int64_t B = 2, Hq = 6, Hk = 2, G = Hq / Hk;
+  const int64_t B = 2, Hq = 6, Hk = 2;
   auto f64 = [&](const Tensor& t) {
     Tensor c = cpu_empty(t.sizes(), DType::Float64);
     cpu_be().unary(UnaryOp::Copy, c, t, 0);
@@ -914,14 +934,7 @@ TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
         Tensor q_c = cpu_rand({B, Hq, S, D}, dt), k_c = cpu_rand({B, Hk, S, D}, dt), v_c = cpu_rand({B, Hk, S, D}, dt);
         Tensor go_c = cpu_rand({B, Hq, S, D}, dt);
         // k, v repeated per group, in float64
-        auto repeat = [&](const Tensor& t) {
-          Tensor r = cpu_empty({B, Hq, S, D}, DType::Float64);
-          for (int64_t h = 0; h < Hq; ++h)
-            cpu_be().unary(UnaryOp::Copy, make_view(r, {B, S, D}, {Hq * S * D, D, 1}, h * S * D),
-                           make_view(t, {B, S, D}, {Hk * S * D, D, 1}, (h / G) * S * D), 0);
-          return r;
-        };
-        Tensor kr = repeat(k_c), vr = repeat(v_c);
+        Tensor kr = repeat_heads(k_c, Hq), vr = repeat_heads(v_c, Hq);
         Tensor o_c = cpu_empty({B, Hq, S, D}, DType::Float64), l_c = cpu_empty({B, Hq, S}, DType::Float64);
         cpu_be().attention(o_c, &l_c, f64(q_c), kr, vr, causal, scale);
         Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
@@ -942,21 +955,12 @@ TEST_F(EngineCudaOps, GroupedQueryAttentionMatchesRepeatedHeads) {
         }
         cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), causal,
                                     scale, {});
-        auto group_sum = [&](const Tensor& r) {
-          std::vector<double> acc(size_t(B * Hk * S * D), 0.0);
-          const auto* p = static_cast<const double*>(r.data_ptr());
-          for (int64_t b = 0; b < B; ++b)
-            for (int64_t h = 0; h < Hq; ++h)
-              for (int64_t i = 0; i < S * D; ++i)
-                acc[size_t((b * Hk + h / G) * S * D + i)] += p[(b * Hq + h) * S * D + i];
-          return acc;
-        };
         Tensor dq_g = gpu_poisoned({B, Hq, S, D}, dt), dk_g = gpu_poisoned({B, Hk, S, D}, dt),
                dv_g = gpu_poisoned({B, Hk, S, D}, dt);
         gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, causal, scale, {});
         EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
-        EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
-        EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+        EXPECT_LE(rel_err(values(dk_g), sum_over_groups(dkr, Hk)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), sum_over_groups(dvr, Hk)), ttol(dt)) << what << " dv";
       }
 }
 
@@ -1023,7 +1027,7 @@ TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheRefer
   for (int64_t D : {int64_t(64), int64_t(128)})
     for (DType dt : {DType::Float16, DType::BFloat16})
       for (const Case& c : cases) {
-        const int64_t Hq = c.hq, Hk = c.hk, G = Hq / Hk, Sq = c.sq, Sk = c.sk;
+        const int64_t Hq = c.hq, Hk = c.hk, Sq = c.sq, Sk = c.sk;
         const double scale = 1.0 / std::sqrt(double(D));
         const std::string what = std::string(dtype_name(dt)) + (c.causal ? " causal" : " full") +
                                  " D=" + std::to_string(D) + " Hq/Hk=" + std::to_string(Hq) + "/" + std::to_string(Hk) +
@@ -1031,14 +1035,7 @@ TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheRefer
                                  (c.cudnn_layout ? " cudnn scratch" : " flash scratch");
         Tensor q_c = cpu_rand({B, Hq, Sq, D}, dt), k_c = cpu_rand({B, Hk, Sk, D}, dt),
                v_c = cpu_rand({B, Hk, Sk, D}, dt), go_c = cpu_rand({B, Hq, Sq, D}, dt);
-        auto repeat = [&](const Tensor& t) {
-          Tensor r = cpu_empty({B, Hq, Sk, D}, DType::Float64);
-          for (int64_t h = 0; h < Hq; ++h)
-            cpu_be().unary(UnaryOp::Copy, make_view(r, {B, Sk, D}, {Hq * Sk * D, D, 1}, h * Sk * D),
-                           make_view(t, {B, Sk, D}, {Hk * Sk * D, D, 1}, (h / G) * Sk * D), 0);
-          return r;
-        };
-        Tensor kr = repeat(k_c), vr = repeat(v_c);
+        Tensor kr = repeat_heads(k_c, Hq), vr = repeat_heads(v_c, Hq);
         Tensor q_g = to_gpu(q_c), k_g = to_gpu(k_c), v_g = to_gpu(v_c), go_g = to_gpu(go_c);
         Tensor o_g = gpu_poisoned({B, Hq, Sq, D}, dt), l_g = gpu_poisoned({B, Hq, Sq}, DType::Float32);
         gpu_be().attention(o_g, &l_g, q_g, k_g, v_g, c.causal, scale);
@@ -1052,22 +1049,13 @@ TEST_F(EngineCudaOps, OnePassAttentionBackwardInTheEnginesScratchMatchesTheRefer
                dvr = cpu_empty({B, Hq, Sk, D}, DType::Float64);
         cpu_be().attention_backward(dq_c, dkr, dvr, f64(go_c), f64(q_c), kr, vr, f64(o_back), f64(l_back), c.causal,
                                     scale, {});
-        auto group_sum = [&](const Tensor& r) {
-          std::vector<double> acc(size_t(B * Hk * Sk * D), 0.0);
-          const auto* p = static_cast<const double*>(r.data_ptr());
-          for (int64_t b = 0; b < B; ++b)
-            for (int64_t h = 0; h < Hq; ++h)
-              for (int64_t i = 0; i < Sk * D; ++i)
-                acc[size_t((b * Hk + h / G) * Sk * D + i)] += p[(b * Hq + h) * Sk * D + i];
-          return acc;
-        };
         Backend::AttentionScratch scratch = c.cudnn_layout ? cudnn_scratch(B, Hq, Sq, D) : flash_scratch(B, Hq, Sq, D);
         Tensor dq_g = gpu_poisoned({B, Hq, Sq, D}, dt), dk_g = gpu_poisoned({B, Hk, Sk, D}, dt),
                dv_g = gpu_poisoned({B, Hk, Sk, D}, dt);
         gpu_be().attention_backward(dq_g, dk_g, dv_g, go_g, q_g, k_g, v_g, o_g, l_g, c.causal, scale, scratch);
         EXPECT_LE(rel_err(values(dq_g), cpu_values(dq_c)), ttol(dt)) << what << " dq";
-        EXPECT_LE(rel_err(values(dk_g), group_sum(dkr)), ttol(dt)) << what << " dk";
-        EXPECT_LE(rel_err(values(dv_g), group_sum(dvr)), ttol(dt)) << what << " dv";
+        EXPECT_LE(rel_err(values(dk_g), sum_over_groups(dkr, Hk)), ttol(dt)) << what << " dk";
+        EXPECT_LE(rel_err(values(dv_g), sum_over_groups(dvr, Hk)), ttol(dt)) << what << " dv";
         // the row sums hold D = rowsum(dO * O): the one-pass kernels ran, in the engine's buffer
         std::vector<double> go_v = cpu_values(go_c), o_v = cpu_values(o_back), rs(size_t(B * Hq * Sq), 0.0);
         for (size_t r = 0; r < rs.size(); ++r)

@@ -155,24 +155,39 @@ TEST(EngineNcclLoader, TheDefaultLoadServesNcclOrSaysWhyNot) {
   EXPECT_TRUE(api->all_reduce && api->broadcast && api->comm_init_rank);
 }
 
+namespace {
+
+// Why the two-GPU NCCL tests cannot run here ("" when they can): NCCL missing or fewer
+// than two CUDA GPUs. (The rank processes exec a fresh program: CUDA initialised here does
+// not reach them.)
+std::string why_not_two_gpus_with_nccl() {
+  std::string why;
+  if (!engine::cuda::load_nccl(&why)) return why;
+  int count = 0;
+#ifdef VRAMLAB_HAVE_CUDA
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+#endif
+  return count < 2 ? "needs two CUDA GPUs (" + std::to_string(count) + " found)" : "";
+}
+
+// The simulated card a rank's readings are compared with: the preset of the GPU it ran on.
+std::string sim_twin_of(const std::string& gpu_name) {
+  return gpu_name.find("H200") != std::string::npos ? "sim:h200-141gb" : "sim:h100-80gb";
+}
+
+}  // namespace
+
 // Two ranks on cuda:0 and cuda:1 through NCCL: each rank's readings equal the simulated
 // twin's (the held side DDP's simulation reports), losses and final parameters agree.
 TEST(EngineNccl, TwoRanksOnTwoGpusReadAsTheSimulationAndAgree) {
-  std::string why;
-  if (!engine::cuda::load_nccl(&why)) GTEST_SKIP() << why;
-  int count = 0;
-#ifdef VRAMLAB_HAVE_CUDA
-  // (the rank processes exec a fresh program: CUDA initialised here does not reach them)
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-#endif
-  if (count < 2) GTEST_SKIP() << "needs two CUDA GPUs (" << count << " found)";
+  if (const std::string why = why_not_two_gpus_with_nccl(); !why.empty()) GTEST_SKIP() << why;
   const std::string spec_json = std::string(R"({"device":"cuda:0",)") + (kSmallGptDdp + 1);
   const std::string dir = runner::make_job_dir();
   runner::LaunchResult job = runner::launch_ranks(rank_argvs(2, dir, spec_json), dir, 120);
   ASSERT_EQ(job.error, "");
   engine::RunSpec spec = spectest::spec(spec_json);
   const std::string gpu = job.ranks[0]["device_name"].as_string("name");
-  spec.device = gpu.find("H200") != std::string::npos ? "sim:h200-141gb" : "sim:h100-80gb";
+  spec.device = sim_twin_of(gpu);
   engine::RunResult sim = engine::run_experiment(spec);
   for (int r = 0; r < 2; ++r) {
     const SpecValue& rk = job.ranks[size_t(r)];
@@ -190,13 +205,7 @@ TEST(EngineNccl, TwoRanksOnTwoGpusReadAsTheSimulationAndAgree) {
 // since every rank draws the same batch, rank 0 trains as one GPU does with FSDP2 at world
 // 1 (the average of equal fp32 gradients is exact) and as one GPU without FSDP2.
 TEST(EngineNccl, TwoFsdp2RanksOnTwoGpusReadAsTheSimulationAndTrainAsOneGpu) {
-  std::string why;
-  if (!engine::cuda::load_nccl(&why)) GTEST_SKIP() << why;
-  int count = 0;
-#ifdef VRAMLAB_HAVE_CUDA
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-#endif
-  if (count < 2) GTEST_SKIP() << "needs two CUDA GPUs (" << count << " found)";
+  if (const std::string why = why_not_two_gpus_with_nccl(); !why.empty()) GTEST_SKIP() << why;
   const std::string spec_json = std::string(R"({"device":"cuda:0",)") + (kSmallGptFsdp + 1);
   const std::string dir = runner::make_job_dir();
   runner::LaunchResult job = runner::launch_ranks(rank_argvs(2, dir, spec_json), dir, 120);
@@ -204,7 +213,7 @@ TEST(EngineNccl, TwoFsdp2RanksOnTwoGpusReadAsTheSimulationAndTrainAsOneGpu) {
   engine::RunSpec spec = spectest::spec(spec_json);
   const std::string gpu = job.ranks[0]["device_name"].as_string("name");
   engine::RunSpec sspec = spec;
-  sspec.device = gpu.find("H200") != std::string::npos ? "sim:h200-141gb" : "sim:h100-80gb";
+  sspec.device = sim_twin_of(gpu);
   engine::RunResult sim = engine::run_experiment(sspec);
   for (int r = 0; r < 2; ++r) {
     const SpecValue& rk = job.ranks[size_t(r)];
